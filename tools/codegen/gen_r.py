@@ -423,6 +423,14 @@ def _op_r_name(name):
     return name.replace("_", ".")
 
 
+def _sym_mxnet_name(name):
+    """MXNet's R package keeps an operator's underscores in its mx.symbol.<name> functions
+    (mx.symbol.sum_axis) while its mx.nd.<name> ones turn them into dots; the symbolic
+    functions get that name too, as an alias of the dotted one. Internal operators keep
+    only mx.symbol.internal.<name>."""
+    return _op_r_name(name) if name.startswith("_") else name
+
+
 def _user_ops(registry):
     for op in registry["operators"]:
         if op["name"].startswith("_backward_") or op["name"] in INTERNAL_OPS:
@@ -482,7 +490,16 @@ def _formals(variadic, items, tail):
     f = ["..."] if variadic else []
     for rn, _, kind, _, _ in items:
         f.append(rn if kind == "required" else "%s = NULL" % rn)
+    if _dotted(variadic, items):
+        f.append("...")
     return ", ".join(f + tail)
+
+
+def _dotted(variadic, items):
+    """Whether the functions also take parameters by MXNet's dotted names (no.bias for
+    no_bias) in a `...` after the named ones: MXNet's R package turns the dots of every
+    parameter name into underscores. Variadic operators already use `...` for inputs."""
+    return not variadic and any("_" in rn for rn, _, kind, _, _ in items if kind != "input")
 
 
 def _ops(registry):
@@ -496,12 +513,13 @@ def _ops(registry):
     for op in _user_ops(registry):
         variadic, items = _signature(op)
         count_key = op["key_var_num_args"]
-        names = [op["name"]] + [a for a in op["aliases"] if not a.startswith("_")]
+        names = [op["name"]] + op["aliases"]
         params = _param_exprs(items)
         inputs = [rn for rn, _, kind, _, _ in items if kind == "input"]
         core_inputs = [core for _, core, kind, _, _ in items if kind == "input"]
         nd_formals = _formals(variadic, items, ["out = NULL"])
         sym_formals = _formals(variadic, items, ["name = NULL", "attr = NULL"])
+        dotted = _dotted(variadic, items)
         if variadic:
             nd_inputs = ".weft_dots(...)"
             sym_inputs = ".weft_dots(...)"
@@ -518,11 +536,19 @@ def _ops(registry):
                     raise RuntimeError("gen_r: %s names both %s and %s" % (key, seen_r[key], op["name"]))
                 seen_r[key] = op["name"]
             r.append("mx.nd.%s <- function(%s) {" % (rname, nd_formals))
+            if dotted:
+                r.append("  .weft_dotted_args(environment(), list(...), \"mx.nd.%s\")" % rname)
             r.append("  .weft_nd_invoke(\"%s\", %s, %s, %s, out)" % (op["name"], nd_inputs, params, count))
             r.append("}")
             r.append("mx.symbol.%s <- function(%s) {" % (rname, sym_formals))
+            if dotted:
+                r.append("  .weft_dotted_args(environment(), list(...), \"mx.symbol.%s\")" % rname)
             r.append("  .weft_symbol_op(\"%s\", %s, %s, %s, name, attr)" % (op["name"], sym_inputs, params, count))
             r.append("}")
+            sym_name = _sym_mxnet_name(n)
+            if sym_name != rname:
+                seen_r["mx.symbol." + sym_name] = op["name"]
+                r.append("mx.symbol.%s <- mx.symbol.%s" % (sym_name, rname))
             r.append("")
             usage.append("mx.nd.%s(%s)" % (rname, nd_formals))
             usage.append("mx.symbol.%s(%s)" % (rname, sym_formals))
@@ -538,6 +564,8 @@ def _ops(registry):
         for n in names:
             rd.append("\\alias{mx.nd.%s}" % _op_r_name(n))
             rd.append("\\alias{mx.symbol.%s}" % _op_r_name(n))
+            if _sym_mxnet_name(n) != _op_r_name(n):
+                rd.append("\\alias{mx.symbol.%s}" % _sym_mxnet_name(n))
         rd.append("\\title{%s}" % _rd_escape("Operator %s: %s" % (op["name"], title)))
         rd.append("\\usage{")
         rd += usage
@@ -546,6 +574,10 @@ def _ops(registry):
         if variadic:
             rd.append("\\item{\\dots}{The input arrays (mx.nd) or symbols (mx.symbol), or one list of them.%s}"
                       % (" The count parameter %s is filled in." % count_key if count_key else ""))
+        if dotted:
+            rd.append("\\item{\\dots}{Parameters by MXNet's dotted names (%s for %s).}"
+                      % tuple(_rd_escape(x) for x in next((rn.replace("_", "."), rn) for rn, _, kind, _, _ in items
+                                                          if kind != "input" and "_" in rn)))
         for rn, core, kind, shaped, meta in items:
             if kind == "input":
                 desc = "Input %s (an MXNDArray for mx.nd, an MXSymbol for mx.symbol). %s" % (core, meta.get("doc", ""))
@@ -564,6 +596,11 @@ def _ops(registry):
         if len(names) > 1:
             rd.append("")
             rd.append("Also available as %s." % ", ".join(_rd_escape(n) for n in names[1:]))
+        mx_names = [_sym_mxnet_name(n) for n in names if _sym_mxnet_name(n) != _op_r_name(n)]
+        if mx_names:
+            rd.append("")
+            rd.append(_rd_escape("The symbolic functions are also mx.symbol.%s, with the operator's own "
+                                 "underscores, as MXNet's R package names them." % ", mx.symbol.".join(mx_names)))
         rd.append("}")
         rd.append("\\keyword{internal}" if op["name"].startswith("_") else "\\keyword{models}")
         files[PKG + "man/%s.Rd" % rdname] = "\n".join(rd) + "\n"
@@ -615,7 +652,7 @@ def _operator_list(registry):
              "| R name | operator | summary |",
              "|---|---|---|"]
     for op in _user_ops(registry):
-        names = [op["name"]] + [a for a in op["aliases"] if not a.startswith("_")]
+        names = [op["name"]] + op["aliases"]
         summary = (op["doc"] or "").strip().splitlines()[0] if (op["doc"] or "").strip() else ""
         lines.append("| %s | `%s` | %s |" % (", ".join("`%s`" % _op_r_name(n) for n in names), op["name"],
                                              summary.replace("|", "\\|")))

@@ -56,6 +56,20 @@
 mx.cpu <- function(dev.id = 0L) structure(c(1L, as.integer(dev.id)), class = "MXContext")
 mx.gpu <- function(dev.id = 0L) structure(c(2L, as.integer(dev.id)), class = "MXContext")
 
+# The context that arrays, initializers and executors use when none is given.
+mx.ctx.default <- function(new = NULL) {
+  if (!is.null(new)) {
+    if (!is.mx.context(new)) stop("mx.ctx.default: expected an MXContext (mx.cpu() or mx.gpu(i))", call. = FALSE)
+    .weft_state$ctx <- new
+  }
+  if (is.null(.weft_state$ctx)) mx.cpu() else .weft_state$ctx
+}
+
+is.mx.context <- function(x) inherits(x, "MXContext")
+is.mx.ndarray <- function(x) inherits(x, "MXNDArray")
+is.mx.symbol <- function(x) inherits(x, "MXSymbol")
+is.mx.dataiter <- function(x) inherits(x, "MXDataIter")
+
 print.MXContext <- function(x, ...) {
   cat(.weft_ctx_str(x), "\n", sep = "")
   invisible(x)
@@ -107,6 +121,32 @@ mx.set.seed <- function(seed) invisible(weft_random_seed(seed))
   args
 }
 
+# The inputs of a variadic operator (those counted by parameter `count`): lists given
+# among them (mx.nd.concat(data = list(a, b)), or c(a, b) of handles) are spliced in, and a
+# count given by the caller (num_args = 2, or num.args) is checked against the inputs and
+# dropped, since the count passed to the engine is the number of inputs.
+.weft_variadic <- function(op, inputs, count) {
+  nms <- names(inputs)
+  out <- list()
+  given <- NULL
+  for (i in seq_along(inputs)) {
+    nm <- if (is.null(nms)) "" else nms[i]
+    v <- inputs[[i]]
+    if (nm %in% c(count, gsub("_", ".", count, fixed = TRUE))) {
+      given <- v
+    } else if (is.list(v) && !is.object(v)) {
+      out <- c(out, unname(v))
+    } else {
+      out <- c(out, list(v))
+    }
+  }
+  if (!is.null(given) && (!is.numeric(given) || length(given) != 1 || given != length(out))) {
+    stop(sprintf("%s: %s = %s, but %d inputs were given", op, count, paste(format(given), collapse = ", "),
+                 length(out)), call. = FALSE)
+  }
+  out
+}
+
 mx.free <- function(x) {
   if (inherits(x, "MXNDArray")) {
     weft_ndarray_free(x)
@@ -116,6 +156,24 @@ mx.free <- function(x) {
     x$free()
   } else {
     stop("mx.free: expected an MXNDArray, MXSymbol, MXExecutor, MXKVStore or MXDataIter")
+  }
+  invisible(NULL)
+}
+
+# Parameters given to a generated operator function by MXNet's dotted names (no.bias for
+# no_bias; they arrive in its `...`) are set as the underscore-named arguments in `env`,
+# the function's frame; a name that is no parameter of the function is an error.
+.weft_dotted_args <- function(env, extra, fun) {
+  if (length(extra) == 0) return(invisible(NULL))
+  nms <- names(extra)
+  if (is.null(nms)) nms <- rep("", length(extra))
+  for (i in seq_along(extra)) {
+    key <- gsub(".", "_", nms[i], fixed = TRUE)
+    if (key == "" || key %in% c("out", "name", "attr") || !exists(key, envir = env, inherits = FALSE)) {
+      stop(sprintf("%s: unused argument %s", fun, if (nms[i] == "") sprintf("at position %d of ...", i) else nms[i]),
+           call. = FALSE)
+    }
+    assign(key, extra[[i]], envir = env)
   }
   invisible(NULL)
 }

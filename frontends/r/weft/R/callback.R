@@ -32,3 +32,28 @@ mx.metric.logger <- function() {
   logger$eval <- c()
   logger
 }
+
+# Reports every `frequency` batches how many samples per second went through since the
+# last report (or since the epoch's first batch), with the training metric when there is one.
+mx.callback.log.speedometer <- function(batch.size, frequency = 50) {
+  last <- NULL
+  function(iteration, nbatch, env, verbose = TRUE) {
+    now <- Sys.time()
+    # A batch count that went down is a new epoch: time from its first batch.
+    if (is.null(last) || nbatch < last$nbatch) {
+      last <<- list(time = now, nbatch = nbatch)
+      return(TRUE)
+    }
+    if (nbatch %% frequency == 0 && nbatch > last$nbatch) {
+      secs <- max(as.double(difftime(now, last$time, units = "secs")), 1e-9)
+      msg <- sprintf("Batch [%d] Speed: %.2f samples/sec", nbatch, (nbatch - last$nbatch) * batch.size / secs)
+      if (!is.null(env$metric) && !is.null(env$train.metric)) {
+        r <- env$metric$get(env$train.metric)
+        msg <- sprintf("%s Train-%s=%f", msg, r$name, r$value)
+      }
+      if (verbose) message(msg)
+      last <<- list(time = now, nbatch = nbatch)
+    }
+    TRUE
+  }
+}

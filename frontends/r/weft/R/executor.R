@@ -19,6 +19,12 @@
   for (i in seq_along(grads)) if (!is.null(grads[[i]])) exec$grad.arrays[[i]] <- grads[[i]]
   exec$aux.arrays <- .weft_named(weft_executor_arrays(handle, 2L), auxiliary.states(symbol))
   exec$outputs <- .weft_named(weft_executor_outputs(handle), outputs(symbol))
+  # MXNet's R executor names its own (not copied) arrays ref.*; here every list is the
+  # executor's own, so both names give the same arrays.
+  exec$ref.arg.arrays <- exec$arg.arrays
+  exec$ref.grad.arrays <- exec$grad.arrays
+  exec$ref.aux.arrays <- exec$aux.arrays
+  exec$ref.outputs <- exec$outputs
   exec$free <- function() {
     weft_executor_free(handle)
     invisible(NULL)
@@ -36,7 +42,7 @@ print.MXExecutor <- function(x, ...) {
 # Binds `symbol` with every array allocated from the input shapes given in `...` (R's dim
 # order, e.g. data = c(784, 128)). grad.req: "null", "write" or "add", for every argument
 # but those in fixed.param (which get none).
-mx.simple.bind <- function(symbol, ctx = mx.cpu(), grad.req = "null", fixed.param = NULL, ...) {
+mx.simple.bind <- function(symbol, ctx = mx.ctx.default(), grad.req = "null", fixed.param = NULL, ...) {
   shapes <- list(...)
   req <- grad.req
   if (!is.null(fixed.param)) {
@@ -50,7 +56,7 @@ mx.simple.bind <- function(symbol, ctx = mx.cpu(), grad.req = "null", fixed.para
 # Binds `symbol` to the arrays given (lists in the order of arguments(symbol) and
 # auxiliary.states(symbol), or named); grad.reqs as in mx.simple.bind, per argument or one
 # for all; gradient arrays are allocated for the arguments that want one.
-mx.symbol.bind <- function(symbol, ctx = mx.cpu(), arg.arrays, aux.arrays = list(), grad.reqs = "null") {
+mx.symbol.bind <- function(symbol, ctx = mx.ctx.default(), arg.arrays, aux.arrays = list(), grad.reqs = "null") {
   args <- arguments(symbol)
   aux <- auxiliary.states(symbol)
   order <- function(arrays, nms, what) {

@@ -9,14 +9,14 @@
 }
 
 mx.init.uniform <- function(scale) {
-  function(name, shape, ctx = mx.cpu()) {
+  function(name, shape, ctx = mx.ctx.default()) {
     fixed <- .weft_init_fixed(name, shape, ctx)
     if (!is.null(fixed)) fixed else mx.runif(shape, -scale, scale, ctx)
   }
 }
 
 mx.init.normal <- function(sd) {
-  function(name, shape, ctx = mx.cpu()) {
+  function(name, shape, ctx = mx.ctx.default()) {
     fixed <- .weft_init_fixed(name, shape, ctx)
     if (!is.null(fixed)) fixed else mx.rnorm(shape, 0, sd, ctx)
   }
@@ -24,7 +24,7 @@ mx.init.normal <- function(sd) {
 
 # Glorot's scale: fan_in and fan_out from the weight's Weft shape (out, in, kernel...).
 mx.init.Xavier <- function(rnd_type = "uniform", factor_type = "avg", magnitude = 3) {
-  function(name, shape, ctx = mx.cpu()) {
+  function(name, shape, ctx = mx.ctx.default()) {
     fixed <- .weft_init_fixed(name, shape, ctx)
     if (!is.null(fixed)) return(fixed)
     wshape <- rev(shape)
@@ -37,4 +37,28 @@ mx.init.Xavier <- function(rnd_type = "uniform", factor_type = "avg", magnitude 
     switch(rnd_type, uniform = mx.runif(shape, -scale, scale, ctx), gaussian = mx.rnorm(shape, 0, scale, ctx),
            stop(sprintf("mx.init.Xavier: unknown rnd_type '%s'", rnd_type), call. = FALSE))
   }
+}
+
+# The fixed start of a non-weight parameter (bias, gamma, beta, moving mean or variance);
+# any other name is an error, or NULL with allow.unknown.
+mx.init.internal.default <- function(name, shape, ctx = mx.ctx.default(), allow.unknown = FALSE) {
+  fixed <- .weft_init_fixed(name, shape, ctx)
+  if (is.null(fixed) && !allow.unknown) {
+    stop(sprintf("mx.init.internal.default: unknown initialization pattern for '%s' (expected a name ending in %s)",
+                 name, "bias, gamma, beta, moving_mean or moving_var"), call. = FALSE)
+  }
+  fixed
+}
+
+# A named list of the arrays that `initializer` gives for each entry of `shape.array` (a
+# named list of dims in R's order); entries it gives NULL for are dropped with skip.unknown.
+mx.init.create <- function(initializer, shape.array, ctx = mx.ctx.default(), skip.unknown = TRUE) {
+  if (length(shape.array) == 0) return(list())
+  if (is.null(names(shape.array)) || any(names(shape.array) == "")) {
+    stop("mx.init.create: shape.array must be a list of dims named by parameter", call. = FALSE)
+  }
+  out <- lapply(names(shape.array), function(n) initializer(n, shape.array[[n]], ctx))
+  names(out) <- names(shape.array)
+  if (skip.unknown) out <- out[!vapply(out, is.null, TRUE)]
+  out
 }

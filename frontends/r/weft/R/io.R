@@ -42,8 +42,12 @@ mx.io.arrayiter <- function(data, label = NULL, batch.size = 128, shuffle = FALS
     d <- dim(data)
   }
   n <- d[length(d)]
-  if (!is.null(label) && length(label) != n) {
-    stop(sprintf("mx.io.arrayiter: %d samples of data but %d labels", n, length(label)), call. = FALSE)
+  # Labels: one per sample, or an array whose last dim runs over samples (several per sample).
+  ld <- dim(label)
+  if (length(ld) < 2) ld <- NULL
+  nlabel <- if (is.null(ld)) length(label) else ld[length(ld)]
+  if (!is.null(label) && nlabel != n) {
+    stop(sprintf("mx.io.arrayiter: %d samples of data but %d labels", n, nlabel), call. = FALSE)
   }
   batch.size <- as.integer(batch.size)
   if (batch.size < 1) stop("mx.io.arrayiter: batch.size must be at least 1", call. = FALSE)
@@ -53,11 +57,12 @@ mx.io.arrayiter <- function(data, label = NULL, batch.size = 128, shuffle = FALS
   state$pos <- 0L
   state$current <- NULL
   state$pad <- 0L
-  take <- function(idx) {
-    if (length(d) == 2) return(data[, idx, drop = FALSE])
-    args <- c(list(data), rep(list(quote(expr = )), length(d) - 1), list(idx), drop = FALSE)
+  take_last <- function(a, dims, idx) {
+    if (length(dims) == 2) return(a[, idx, drop = FALSE])
+    args <- c(list(a), rep(list(quote(expr = )), length(dims) - 1), list(idx), drop = FALSE)
     do.call(`[`, args)
   }
+  take <- function(idx) take_last(data, d, idx)
   it$reset <- function() {
     state$order <- if (shuffle) sample.int(n) else seq_len(n)
     state$pos <- 0L
@@ -75,10 +80,34 @@ mx.io.arrayiter <- function(data, label = NULL, batch.size = 128, shuffle = FALS
   it$value <- function() {
     if (is.null(state$current)) stop("mx.io.arrayiter: call iter.next() first", call. = FALSE)
     list(data = mx.nd.array(take(state$current)),
-         label = if (is.null(label)) NULL else mx.nd.array(label[state$current]))
+         label = if (is.null(label)) NULL
+                 else mx.nd.array(if (is.null(ld)) label[state$current] else take_last(label, ld, state$current)))
   }
   it$num.pad <- function() state$pad
   it$free <- function() invisible(NULL)
   class(it) <- c("MXArrayIter", "MXDataIter")
   it
+}
+
+# Every batch's `field` ("data" or "label") of `iter`, without the padding of the last
+# batch, joined along the last R dim into one MXNDArray; the iterator is reset after.
+mx.io.extract <- function(iter, field) {
+  if (!inherits(iter, "MXDataIter")) stop(sprintf("mx.io.extract: expected an MXDataIter, got %s", class(iter)[1]),
+                                          call. = FALSE)
+  parts <- list()
+  lead <- NULL
+  iter$reset()
+  while (iter$iter.next()) {
+    v <- iter$value()[[field]]
+    if (is.null(v)) stop(sprintf("mx.io.extract: the iterator gives no '%s'", field), call. = FALSE)
+    a <- as.array(v)
+    d <- if (is.null(dim(a))) length(a) else dim(a)
+    keep <- d[length(d)] - iter$num.pad()
+    lead <- d[-length(d)]
+    parts[[length(parts) + 1]] <- matrix(a, nrow = prod(lead))[, seq_len(keep), drop = FALSE]
+  }
+  iter$reset()
+  if (length(parts) == 0) stop("mx.io.extract: the iterator gives no batch", call. = FALSE)
+  all <- do.call(cbind, parts)
+  mx.nd.array(if (length(lead) == 0) as.vector(all) else array(all, c(lead, ncol(all))))
 }

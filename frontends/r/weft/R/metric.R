@@ -19,3 +19,17 @@ mx.metric.accuracy <- list(
   get = function(state) list(name = "accuracy", value = state[1] / state[2]))
 
 mx.metric.rmse <- mx.metric.custom("rmse", function(label, pred) sqrt(mean((as.numeric(label) - as.numeric(pred))^2)))
+
+mx.metric.mse <- mx.metric.custom("mse", function(label, pred) mean((as.numeric(label) - as.numeric(pred))^2))
+mx.metric.mae <- mx.metric.custom("mae", function(label, pred) mean(abs(as.numeric(label) - as.numeric(pred))))
+mx.metric.rmsle <- mx.metric.custom("rmsle", function(label, pred) {
+  sqrt(mean((log1p(as.numeric(pred)) - log1p(as.numeric(label)))^2))
+})
+
+# The mean negative log of the probability given to each sample's class (pred: one column of
+# class probabilities per sample), with probabilities kept off 0.
+mx.metric.logloss <- mx.metric.custom("logloss", function(label, pred) {
+  pred <- as.matrix(pred)
+  p <- pred[cbind(as.integer(label) + 1L, seq_len(ncol(pred)))]
+  -mean(log(pmax(p, 1e-15)))
+})

@@ -49,12 +49,32 @@
 
 .weft_copy_params <- function(arrays) lapply(arrays, function(a) mx.nd.copyto(a, weft_ndarray_get_context(a)))
 
-mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = mx.cpu(), begin.round = 1, num.round = 10,
+# MXNet's array.layout for an R matrix X: "colmajor" (one sample per column, this package's
+# convention), "rowmajor" (one sample per row, as data frames come: transposed here), or
+# "auto": the orientation that matches `nsamples` (training: the labels' count) or that
+# fits the model (`fits(features)`, prediction); colmajor when both do.
+.weft_layout <- function(X, layout, nsamples = NULL, fits = NULL) {
+  if (!is.matrix(X)) return(X)
+  layout <- match.arg(layout, c("auto", "colmajor", "rowmajor"))
+  if (layout == "auto") {
+    col_ok <- if (!is.null(nsamples)) ncol(X) == nsamples else fits(nrow(X))
+    row_ok <- if (!is.null(nsamples)) nrow(X) == nsamples else fits(ncol(X))
+    if (!col_ok && !row_ok) {
+      stop(sprintf("array.layout = \"auto\": a %d x %d matrix fits neither layout (%s)", nrow(X), ncol(X),
+                   if (is.null(nsamples)) "the model's input size" else sprintf("%d samples", nsamples)), call. = FALSE)
+    }
+    layout <- if (col_ok) "colmajor" else "rowmajor"
+  }
+  if (layout == "rowmajor") t(X) else X
+}
+
+mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = mx.ctx.default(), begin.round = 1, num.round = 10,
                                         optimizer = "sgd", initializer = mx.init.uniform(0.01), eval.data = NULL,
                                         eval.metric = NULL, epoch.end.callback = NULL,
                                         batch.end.callback = NULL, array.batch.size = 128, kvstore = "local",
                                         verbose = TRUE, arg.params = NULL, aux.params = NULL,
-                                        input.names = "data", ...) {
+                                        input.names = "data", array.layout = "auto", ...) {
+  if (is.matrix(X) && !is.null(y)) X <- .weft_layout(X, array.layout, nsamples = if (is.null(dim(y))) length(y) else rev(dim(y))[1])
   train <- .weft_as_iter(X, y, array.batch.size, TRUE)
   if (!is.null(eval.data)) eval.data <- .weft_as_iter(eval.data, NULL, array.batch.size, FALSE)
   first <- .weft_first_batch(train)
@@ -136,7 +156,18 @@ mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = mx.cpu(), beg
   model
 }
 
-predict.MXFeedForwardModel <- function(object, X, ctx = mx.cpu(), array.batch.size = 128, ...) {
+predict.MXFeedForwardModel <- function(object, X, ctx = mx.ctx.default(), array.batch.size = 128,
+                                       array.layout = "auto", ...) {
+  if (is.matrix(X)) {
+    # A feature count fits when the parameters inferred for it have the model's shapes.
+    fits <- function(features) {
+      inferred <- tryCatch(mx.symbol.infer.shape(object$symbol, data = c(features, 1)), weft_error = function(e) NULL)
+      !is.null(inferred) && all(vapply(names(object$arg.params), function(n) {
+        identical(as.integer(inferred$arg.shapes[[n]]), as.integer(dim(object$arg.params[[n]])))
+      }, TRUE))
+    }
+    X <- .weft_layout(X, array.layout, fits = fits)
+  }
   iter <- .weft_as_iter(X, NULL, array.batch.size, FALSE)
   parts <- list()
   .weft_forward_iter(object$symbol, object$arg.params, object$aux.params, iter, ctx, "data",
@@ -187,4 +218,19 @@ mx.mlp <- function(data, label, hidden_node = 1, out_node, dropout = NULL, activ
                 rmse = mx.symbol.LinearRegressionOutput(net, name = "rmse"),
                 stop(sprintf("mx.mlp: unknown out_activation '%s'", out_activation), call. = FALSE))
   mx.model.FeedForward.create(out, X = data, y = label, ...)
+}
+
+# The parameters of `symbol` for the input and output shapes given (named lists of R dims):
+# list(arg.params, aux.params), every argument but the inputs and outputs drawn by
+# `initializer`.
+mx.model.init.params <- function(symbol, input.shape, output.shape, initializer, ctx = mx.ctx.default()) {
+  given <- c(as.list(input.shape), as.list(output.shape))
+  shapes <- do.call(mx.symbol.infer.shape, c(list(symbol), given))
+  if (is.null(shapes)) {
+    stop(sprintf("mx.model.init.params: the shapes of %s do not determine every argument's shape",
+                 paste(names(given), collapse = ", ")), call. = FALSE)
+  }
+  params <- shapes$arg.shapes[setdiff(names(shapes$arg.shapes), names(given))]
+  list(arg.params = mx.init.create(initializer, params, ctx, skip.unknown = FALSE),
+       aux.params = mx.init.create(initializer, shapes$aux.shapes, ctx, skip.unknown = FALSE))
 }

@@ -10,34 +10,34 @@
   unname(code)
 }
 
-mx.nd.array <- function(src.array, ctx = mx.cpu(), dtype = "float32") {
+mx.nd.array <- function(src.array, ctx = mx.ctx.default(), dtype = "float32") {
   if (inherits(src.array, "MXNDArray")) return(mx.nd.copyto(src.array, ctx))
   .Call(C_weft_r_nd_from_r, src.array, .weft_dtype_code(dtype), ctx)
 }
 
-mx.nd.zeros <- function(shape, ctx = mx.cpu(), dtype = "float32") {
+mx.nd.zeros <- function(shape, ctx = mx.ctx.default(), dtype = "float32") {
   .weft_nd_invoke("_zeros", list(), c(shape = .weft_shape_param(rev(shape)), ctx = .weft_ctx_str(ctx),
                                       dtype = dtype), NULL, NULL)
 }
 
-mx.nd.ones <- function(shape, ctx = mx.cpu(), dtype = "float32") {
+mx.nd.ones <- function(shape, ctx = mx.ctx.default(), dtype = "float32") {
   .weft_nd_invoke("_ones", list(), c(shape = .weft_shape_param(rev(shape)), ctx = .weft_ctx_str(ctx),
                                      dtype = dtype), NULL, NULL)
 }
 
-mx.runif <- function(shape, min = 0, max = 1, ctx = mx.cpu()) {
+mx.runif <- function(shape, min = 0, max = 1, ctx = mx.ctx.default()) {
   .weft_nd_invoke("_random_uniform", list(), c(low = .weft_number(min), high = .weft_number(max),
                                                shape = .weft_shape_param(rev(shape)),
                                                ctx = .weft_ctx_str(ctx)), NULL, NULL)
 }
 
-mx.rnorm <- function(shape, mean = 0, sd = 1, ctx = mx.cpu()) {
+mx.rnorm <- function(shape, mean = 0, sd = 1, ctx = mx.ctx.default()) {
   .weft_nd_invoke("_random_normal", list(), c(loc = .weft_number(mean), scale = .weft_number(sd),
                                               shape = .weft_shape_param(rev(shape)),
                                               ctx = .weft_ctx_str(ctx)), NULL, NULL)
 }
 
-mx.nd.copyto <- function(src, ctx = mx.cpu()) {
+mx.nd.copyto <- function(src, ctx = mx.ctx.default()) {
   dst <- weft_ndarray_create(.weft_shape(src), weft_ndarray_get_dtype(src), ctx)
   weft_ndarray_copy_to(src, dst)
   dst
@@ -163,6 +163,7 @@ mx.nd.load <- function(filename) {
 # `params` (a named character vector); `count` names the parameter that counts variadic
 # inputs. With `out`, results go into those arrays.
 .weft_nd_invoke <- function(op, inputs, params, count, out) {
+  if (!is.null(count)) inputs <- .weft_variadic(op, inputs, count)
   inputs <- inputs[!vapply(inputs, is.null, TRUE)]
   for (i in seq_along(inputs)) {
     if (!inherits(inputs[[i]], "MXNDArray")) {

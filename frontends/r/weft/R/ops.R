@@ -4,31 +4,40 @@
 # (mx.symbol.*). Parameters left NULL keep the operator's default; they are passed in
 # Weft's (row-major) order, see docs/frontends/r.md.
 
-mx.nd.Activation <- function(data = NULL, act_type, out = NULL) {
+mx.nd.Activation <- function(data = NULL, act_type, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.Activation")
   .weft_nd_invoke("Activation", list(data), c(act_type = .weft_param(act_type)), NULL, out)
 }
-mx.symbol.Activation <- function(data = NULL, act_type, name = NULL, attr = NULL) {
+mx.symbol.Activation <- function(data = NULL, act_type, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.Activation")
   .weft_symbol_op("Activation", list(data = data), c(act_type = .weft_param(act_type)), NULL, name, attr)
 }
 
-mx.nd.BatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+mx.nd.BatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.BatchNorm")
   .weft_nd_invoke("BatchNorm", list(data, gamma, beta, moving_mean, moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
 }
-mx.symbol.BatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+mx.symbol.BatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.BatchNorm")
   .weft_symbol_op("BatchNorm", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
 }
 
-mx.nd.BatchNorm.v1 <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, out = NULL) {
+mx.nd.BatchNorm.v1 <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.BatchNorm.v1")
   .weft_nd_invoke("BatchNorm_v1", list(data, gamma, beta, moving_mean, moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var)), NULL, out)
 }
-mx.symbol.BatchNorm.v1 <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, name = NULL, attr = NULL) {
+mx.symbol.BatchNorm.v1 <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.BatchNorm.v1")
   .weft_symbol_op("BatchNorm_v1", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var)), NULL, name, attr)
 }
+mx.symbol.BatchNorm_v1 <- mx.symbol.BatchNorm.v1
 
-mx.nd.BilinearSampler <- function(data = NULL, grid = NULL, cudnn_off = NULL, out = NULL) {
+mx.nd.BilinearSampler <- function(data = NULL, grid = NULL, cudnn_off = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.BilinearSampler")
   .weft_nd_invoke("BilinearSampler", list(data, grid), c(cudnn_off = .weft_param(cudnn_off)), NULL, out)
 }
-mx.symbol.BilinearSampler <- function(data = NULL, grid = NULL, cudnn_off = NULL, name = NULL, attr = NULL) {
+mx.symbol.BilinearSampler <- function(data = NULL, grid = NULL, cudnn_off = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.BilinearSampler")
   .weft_symbol_op("BilinearSampler", list(data = data, grid = grid), c(cudnn_off = .weft_param(cudnn_off)), NULL, name, attr)
 }
 
@@ -39,26 +48,57 @@ mx.symbol.BlockGrad <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("BlockGrad", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.stop.gradient <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("BlockGrad", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.stop.gradient <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("BlockGrad", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.stop.gradient <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("BlockGrad", list(data), c(), NULL, out)
 }
 mx.symbol.stop.gradient <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("BlockGrad", list(data = data), c(), NULL, name, attr)
 }
+mx.symbol.stop_gradient <- mx.symbol.stop.gradient
 
-mx.nd.CTCLoss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, out = NULL) {
+mx.nd.CTCLoss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.CTCLoss")
   .weft_nd_invoke("CTCLoss", list(data, label, data_lengths, label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, out)
 }
-mx.symbol.CTCLoss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, name = NULL, attr = NULL) {
+mx.symbol.CTCLoss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.CTCLoss")
   .weft_symbol_op("CTCLoss", list(data = data, label = label, data_lengths = data_lengths, label_lengths = label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, name, attr)
 }
 
-mx.nd.ctc.loss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, out = NULL) {
+mx.nd.internal.contrib.CTCLoss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.CTCLoss")
   .weft_nd_invoke("CTCLoss", list(data, label, data_lengths, label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, out)
 }
-mx.symbol.ctc.loss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.CTCLoss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.CTCLoss")
   .weft_symbol_op("CTCLoss", list(data = data, label = label, data_lengths = data_lengths, label_lengths = label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, name, attr)
 }
+
+mx.nd.internal.contrib.ctc.loss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.ctc.loss")
+  .weft_nd_invoke("CTCLoss", list(data, label, data_lengths, label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, out)
+}
+mx.symbol.internal.contrib.ctc.loss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.ctc.loss")
+  .weft_symbol_op("CTCLoss", list(data = data, label = label, data_lengths = data_lengths, label_lengths = label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, name, attr)
+}
+
+mx.nd.ctc.loss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.ctc.loss")
+  .weft_nd_invoke("CTCLoss", list(data, label, data_lengths, label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, out)
+}
+mx.symbol.ctc.loss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.ctc.loss")
+  .weft_symbol_op("CTCLoss", list(data = data, label = label, data_lengths = data_lengths, label_lengths = label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, name, attr)
+}
+mx.symbol.ctc_loss <- mx.symbol.ctc.loss
 
 mx.nd.Cast <- function(data = NULL, dtype, out = NULL) {
   .weft_nd_invoke("Cast", list(data), c(dtype = .weft_param(dtype)), NULL, out)
@@ -81,6 +121,13 @@ mx.symbol.Concat <- function(..., dim = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("Concat", .weft_dots(...), c(dim = .weft_param(dim)), "num_args", name, attr)
 }
 
+mx.nd.internal.sparse.concat <- function(..., dim = NULL, out = NULL) {
+  .weft_nd_invoke("Concat", .weft_dots(...), c(dim = .weft_param(dim)), "num_args", out)
+}
+mx.symbol.internal.sparse.concat <- function(..., dim = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("Concat", .weft_dots(...), c(dim = .weft_param(dim)), "num_args", name, attr)
+}
+
 mx.nd.concat <- function(..., dim = NULL, out = NULL) {
   .weft_nd_invoke("Concat", .weft_dots(...), c(dim = .weft_param(dim)), "num_args", out)
 }
@@ -88,24 +135,31 @@ mx.symbol.concat <- function(..., dim = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("Concat", .weft_dots(...), c(dim = .weft_param(dim)), "num_args", name, attr)
 }
 
-mx.nd.Convolution <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, out = NULL) {
+mx.nd.Convolution <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.Convolution")
   .weft_nd_invoke("Convolution", list(data, weight, bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout)), NULL, out)
 }
-mx.symbol.Convolution <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, name = NULL, attr = NULL) {
+mx.symbol.Convolution <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.Convolution")
   .weft_symbol_op("Convolution", list(data = data, weight = weight, bias = bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout)), NULL, name, attr)
 }
 
-mx.nd.Convolution.v1 <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, out = NULL) {
+mx.nd.Convolution.v1 <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.Convolution.v1")
   .weft_nd_invoke("Convolution_v1", list(data, weight, bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout)), NULL, out)
 }
-mx.symbol.Convolution.v1 <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, name = NULL, attr = NULL) {
+mx.symbol.Convolution.v1 <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.Convolution.v1")
   .weft_symbol_op("Convolution_v1", list(data = data, weight = weight, bias = bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout)), NULL, name, attr)
 }
+mx.symbol.Convolution_v1 <- mx.symbol.Convolution.v1
 
-mx.nd.Correlation <- function(data1 = NULL, data2 = NULL, kernel_size = NULL, max_displacement = NULL, stride1 = NULL, stride2 = NULL, pad_size = NULL, is_multiply = NULL, out = NULL) {
+mx.nd.Correlation <- function(data1 = NULL, data2 = NULL, kernel_size = NULL, max_displacement = NULL, stride1 = NULL, stride2 = NULL, pad_size = NULL, is_multiply = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.Correlation")
   .weft_nd_invoke("Correlation", list(data1, data2), c(kernel_size = .weft_param(kernel_size), max_displacement = .weft_param(max_displacement), stride1 = .weft_param(stride1), stride2 = .weft_param(stride2), pad_size = .weft_param(pad_size), is_multiply = .weft_param(is_multiply)), NULL, out)
 }
-mx.symbol.Correlation <- function(data1 = NULL, data2 = NULL, kernel_size = NULL, max_displacement = NULL, stride1 = NULL, stride2 = NULL, pad_size = NULL, is_multiply = NULL, name = NULL, attr = NULL) {
+mx.symbol.Correlation <- function(data1 = NULL, data2 = NULL, kernel_size = NULL, max_displacement = NULL, stride1 = NULL, stride2 = NULL, pad_size = NULL, is_multiply = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.Correlation")
   .weft_symbol_op("Correlation", list(data1 = data1, data2 = data2), c(kernel_size = .weft_param(kernel_size), max_displacement = .weft_param(max_displacement), stride1 = .weft_param(stride1), stride2 = .weft_param(stride2), pad_size = .weft_param(pad_size), is_multiply = .weft_param(is_multiply)), NULL, name, attr)
 }
 
@@ -123,24 +177,39 @@ mx.symbol.Custom <- function(..., op_type, name = NULL, attr = NULL) {
   .weft_symbol_op("Custom", .weft_dots(...), c(op_type = .weft_param(op_type)), NULL, name, attr)
 }
 
-mx.nd.Deconvolution <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, adj = NULL, target_shape = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, out = NULL) {
+mx.nd.Deconvolution <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, adj = NULL, target_shape = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.Deconvolution")
   .weft_nd_invoke("Deconvolution", list(data, weight, bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), adj = .weft_shape_param(adj), target_shape = .weft_shape_param(target_shape), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout)), NULL, out)
 }
-mx.symbol.Deconvolution <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, adj = NULL, target_shape = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, name = NULL, attr = NULL) {
+mx.symbol.Deconvolution <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, adj = NULL, target_shape = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.Deconvolution")
   .weft_symbol_op("Deconvolution", list(data = data, weight = weight, bias = bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), adj = .weft_shape_param(adj), target_shape = .weft_shape_param(target_shape), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout)), NULL, name, attr)
 }
 
-mx.nd.Dropout <- function(data = NULL, p = NULL, mode = NULL, axes = NULL, cudnn_off = NULL, out = NULL) {
+mx.nd.Dropout <- function(data = NULL, p = NULL, mode = NULL, axes = NULL, cudnn_off = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.Dropout")
   .weft_nd_invoke("Dropout", list(data), c(p = .weft_param(p), mode = .weft_param(mode), axes = .weft_shape_param(axes), cudnn_off = .weft_param(cudnn_off)), NULL, out)
 }
-mx.symbol.Dropout <- function(data = NULL, p = NULL, mode = NULL, axes = NULL, cudnn_off = NULL, name = NULL, attr = NULL) {
+mx.symbol.Dropout <- function(data = NULL, p = NULL, mode = NULL, axes = NULL, cudnn_off = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.Dropout")
   .weft_symbol_op("Dropout", list(data = data), c(p = .weft_param(p), mode = .weft_param(mode), axes = .weft_shape_param(axes), cudnn_off = .weft_param(cudnn_off)), NULL, name, attr)
 }
 
-mx.nd.Embedding <- function(data = NULL, weight = NULL, input_dim, output_dim, dtype = NULL, sparse_grad = NULL, out = NULL) {
+mx.nd.Embedding <- function(data = NULL, weight = NULL, input_dim, output_dim, dtype = NULL, sparse_grad = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.Embedding")
   .weft_nd_invoke("Embedding", list(data, weight), c(input_dim = .weft_param(input_dim), output_dim = .weft_param(output_dim), dtype = .weft_param(dtype), sparse_grad = .weft_param(sparse_grad)), NULL, out)
 }
-mx.symbol.Embedding <- function(data = NULL, weight = NULL, input_dim, output_dim, dtype = NULL, sparse_grad = NULL, name = NULL, attr = NULL) {
+mx.symbol.Embedding <- function(data = NULL, weight = NULL, input_dim, output_dim, dtype = NULL, sparse_grad = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.Embedding")
+  .weft_symbol_op("Embedding", list(data = data, weight = weight), c(input_dim = .weft_param(input_dim), output_dim = .weft_param(output_dim), dtype = .weft_param(dtype), sparse_grad = .weft_param(sparse_grad)), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.Embedding <- function(data = NULL, weight = NULL, input_dim, output_dim, dtype = NULL, sparse_grad = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.sparse.Embedding")
+  .weft_nd_invoke("Embedding", list(data, weight), c(input_dim = .weft_param(input_dim), output_dim = .weft_param(output_dim), dtype = .weft_param(dtype), sparse_grad = .weft_param(sparse_grad)), NULL, out)
+}
+mx.symbol.internal.sparse.Embedding <- function(data = NULL, weight = NULL, input_dim, output_dim, dtype = NULL, sparse_grad = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.sparse.Embedding")
   .weft_symbol_op("Embedding", list(data = data, weight = weight), c(input_dim = .weft_param(input_dim), output_dim = .weft_param(output_dim), dtype = .weft_param(dtype), sparse_grad = .weft_param(sparse_grad)), NULL, name, attr)
 }
 
@@ -158,31 +227,48 @@ mx.symbol.flatten <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("Flatten", list(data = data), c(), NULL, name, attr)
 }
 
-mx.nd.FullyConnected <- function(data = NULL, weight = NULL, bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, out = NULL) {
+mx.nd.FullyConnected <- function(data = NULL, weight = NULL, bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.FullyConnected")
   .weft_nd_invoke("FullyConnected", list(data, weight, bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten)), NULL, out)
 }
-mx.symbol.FullyConnected <- function(data = NULL, weight = NULL, bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, name = NULL, attr = NULL) {
+mx.symbol.FullyConnected <- function(data = NULL, weight = NULL, bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.FullyConnected")
   .weft_symbol_op("FullyConnected", list(data = data, weight = weight, bias = bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten)), NULL, name, attr)
 }
 
-mx.nd.GridGenerator <- function(data = NULL, transform_type, target_shape = NULL, out = NULL) {
+mx.nd.internal.sparse.FullyConnected <- function(data = NULL, weight = NULL, bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.sparse.FullyConnected")
+  .weft_nd_invoke("FullyConnected", list(data, weight, bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten)), NULL, out)
+}
+mx.symbol.internal.sparse.FullyConnected <- function(data = NULL, weight = NULL, bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.sparse.FullyConnected")
+  .weft_symbol_op("FullyConnected", list(data = data, weight = weight, bias = bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten)), NULL, name, attr)
+}
+
+mx.nd.GridGenerator <- function(data = NULL, transform_type, target_shape = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.GridGenerator")
   .weft_nd_invoke("GridGenerator", list(data), c(transform_type = .weft_param(transform_type), target_shape = .weft_shape_param(target_shape)), NULL, out)
 }
-mx.symbol.GridGenerator <- function(data = NULL, transform_type, target_shape = NULL, name = NULL, attr = NULL) {
+mx.symbol.GridGenerator <- function(data = NULL, transform_type, target_shape = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.GridGenerator")
   .weft_symbol_op("GridGenerator", list(data = data), c(transform_type = .weft_param(transform_type), target_shape = .weft_shape_param(target_shape)), NULL, name, attr)
 }
 
-mx.nd.GroupNorm <- function(data = NULL, gamma = NULL, beta = NULL, num_groups = NULL, eps = NULL, output_mean_var = NULL, out = NULL) {
+mx.nd.GroupNorm <- function(data = NULL, gamma = NULL, beta = NULL, num_groups = NULL, eps = NULL, output_mean_var = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.GroupNorm")
   .weft_nd_invoke("GroupNorm", list(data, gamma, beta), c(num_groups = .weft_param(num_groups), eps = .weft_param(eps), output_mean_var = .weft_param(output_mean_var)), NULL, out)
 }
-mx.symbol.GroupNorm <- function(data = NULL, gamma = NULL, beta = NULL, num_groups = NULL, eps = NULL, output_mean_var = NULL, name = NULL, attr = NULL) {
+mx.symbol.GroupNorm <- function(data = NULL, gamma = NULL, beta = NULL, num_groups = NULL, eps = NULL, output_mean_var = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.GroupNorm")
   .weft_symbol_op("GroupNorm", list(data = data, gamma = gamma, beta = beta), c(num_groups = .weft_param(num_groups), eps = .weft_param(eps), output_mean_var = .weft_param(output_mean_var)), NULL, name, attr)
 }
 
-mx.nd.IdentityAttachKLSparseReg <- function(data = NULL, moving_avg = NULL, sparseness_target = NULL, penalty = NULL, momentum = NULL, out = NULL) {
+mx.nd.IdentityAttachKLSparseReg <- function(data = NULL, moving_avg = NULL, sparseness_target = NULL, penalty = NULL, momentum = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.IdentityAttachKLSparseReg")
   .weft_nd_invoke("IdentityAttachKLSparseReg", list(data, moving_avg), c(sparseness_target = .weft_param(sparseness_target), penalty = .weft_param(penalty), momentum = .weft_param(momentum)), NULL, out)
 }
-mx.symbol.IdentityAttachKLSparseReg <- function(data = NULL, moving_avg = NULL, sparseness_target = NULL, penalty = NULL, momentum = NULL, name = NULL, attr = NULL) {
+mx.symbol.IdentityAttachKLSparseReg <- function(data = NULL, moving_avg = NULL, sparseness_target = NULL, penalty = NULL, momentum = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.IdentityAttachKLSparseReg")
   .weft_symbol_op("IdentityAttachKLSparseReg", list(data = data, moving_avg = moving_avg), c(sparseness_target = .weft_param(sparseness_target), penalty = .weft_param(penalty), momentum = .weft_param(momentum)), NULL, name, attr)
 }
 
@@ -207,122 +293,194 @@ mx.symbol.LRN <- function(data = NULL, alpha = NULL, beta = NULL, knorm = NULL, 
   .weft_symbol_op("LRN", list(data = data), c(alpha = .weft_param(alpha), beta = .weft_param(beta), knorm = .weft_param(knorm), nsize = .weft_param(nsize)), NULL, name, attr)
 }
 
-mx.nd.LayerNorm <- function(data = NULL, gamma = NULL, beta = NULL, axis = NULL, eps = NULL, output_mean_var = NULL, out = NULL) {
+mx.nd.LayerNorm <- function(data = NULL, gamma = NULL, beta = NULL, axis = NULL, eps = NULL, output_mean_var = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.LayerNorm")
   .weft_nd_invoke("LayerNorm", list(data, gamma, beta), c(axis = .weft_param(axis), eps = .weft_param(eps), output_mean_var = .weft_param(output_mean_var)), NULL, out)
 }
-mx.symbol.LayerNorm <- function(data = NULL, gamma = NULL, beta = NULL, axis = NULL, eps = NULL, output_mean_var = NULL, name = NULL, attr = NULL) {
+mx.symbol.LayerNorm <- function(data = NULL, gamma = NULL, beta = NULL, axis = NULL, eps = NULL, output_mean_var = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.LayerNorm")
   .weft_symbol_op("LayerNorm", list(data = data, gamma = gamma, beta = beta), c(axis = .weft_param(axis), eps = .weft_param(eps), output_mean_var = .weft_param(output_mean_var)), NULL, name, attr)
 }
 
-mx.nd.LeakyReLU <- function(data = NULL, gamma = NULL, act_type = NULL, slope = NULL, lower_bound = NULL, upper_bound = NULL, out = NULL) {
+mx.nd.LeakyReLU <- function(data = NULL, gamma = NULL, act_type = NULL, slope = NULL, lower_bound = NULL, upper_bound = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.LeakyReLU")
   .weft_nd_invoke("LeakyReLU", list(data, gamma), c(act_type = .weft_param(act_type), slope = .weft_param(slope), lower_bound = .weft_param(lower_bound), upper_bound = .weft_param(upper_bound)), NULL, out)
 }
-mx.symbol.LeakyReLU <- function(data = NULL, gamma = NULL, act_type = NULL, slope = NULL, lower_bound = NULL, upper_bound = NULL, name = NULL, attr = NULL) {
+mx.symbol.LeakyReLU <- function(data = NULL, gamma = NULL, act_type = NULL, slope = NULL, lower_bound = NULL, upper_bound = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.LeakyReLU")
   .weft_symbol_op("LeakyReLU", list(data = data, gamma = gamma), c(act_type = .weft_param(act_type), slope = .weft_param(slope), lower_bound = .weft_param(lower_bound), upper_bound = .weft_param(upper_bound)), NULL, name, attr)
 }
 
-mx.nd.LinearRegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, out = NULL) {
+mx.nd.LinearRegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.LinearRegressionOutput")
   .weft_nd_invoke("LinearRegressionOutput", list(data, label), c(grad_scale = .weft_param(grad_scale)), NULL, out)
 }
-mx.symbol.LinearRegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, name = NULL, attr = NULL) {
+mx.symbol.LinearRegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.LinearRegressionOutput")
   .weft_symbol_op("LinearRegressionOutput", list(data = data, label = label), c(grad_scale = .weft_param(grad_scale)), NULL, name, attr)
 }
 
-mx.nd.LogisticRegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, out = NULL) {
+mx.nd.internal.sparse.LinearRegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.sparse.LinearRegressionOutput")
+  .weft_nd_invoke("LinearRegressionOutput", list(data, label), c(grad_scale = .weft_param(grad_scale)), NULL, out)
+}
+mx.symbol.internal.sparse.LinearRegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.sparse.LinearRegressionOutput")
+  .weft_symbol_op("LinearRegressionOutput", list(data = data, label = label), c(grad_scale = .weft_param(grad_scale)), NULL, name, attr)
+}
+
+mx.nd.LogisticRegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.LogisticRegressionOutput")
   .weft_nd_invoke("LogisticRegressionOutput", list(data, label), c(grad_scale = .weft_param(grad_scale)), NULL, out)
 }
-mx.symbol.LogisticRegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, name = NULL, attr = NULL) {
+mx.symbol.LogisticRegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.LogisticRegressionOutput")
   .weft_symbol_op("LogisticRegressionOutput", list(data = data, label = label), c(grad_scale = .weft_param(grad_scale)), NULL, name, attr)
 }
 
-mx.nd.MAERegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, out = NULL) {
+mx.nd.internal.sparse.LogisticRegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.sparse.LogisticRegressionOutput")
+  .weft_nd_invoke("LogisticRegressionOutput", list(data, label), c(grad_scale = .weft_param(grad_scale)), NULL, out)
+}
+mx.symbol.internal.sparse.LogisticRegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.sparse.LogisticRegressionOutput")
+  .weft_symbol_op("LogisticRegressionOutput", list(data = data, label = label), c(grad_scale = .weft_param(grad_scale)), NULL, name, attr)
+}
+
+mx.nd.MAERegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.MAERegressionOutput")
   .weft_nd_invoke("MAERegressionOutput", list(data, label), c(grad_scale = .weft_param(grad_scale)), NULL, out)
 }
-mx.symbol.MAERegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, name = NULL, attr = NULL) {
+mx.symbol.MAERegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.MAERegressionOutput")
   .weft_symbol_op("MAERegressionOutput", list(data = data, label = label), c(grad_scale = .weft_param(grad_scale)), NULL, name, attr)
 }
 
-mx.nd.MakeLoss <- function(data = NULL, grad_scale = NULL, valid_thresh = NULL, normalization = NULL, out = NULL) {
+mx.nd.internal.sparse.MAERegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.sparse.MAERegressionOutput")
+  .weft_nd_invoke("MAERegressionOutput", list(data, label), c(grad_scale = .weft_param(grad_scale)), NULL, out)
+}
+mx.symbol.internal.sparse.MAERegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.sparse.MAERegressionOutput")
+  .weft_symbol_op("MAERegressionOutput", list(data = data, label = label), c(grad_scale = .weft_param(grad_scale)), NULL, name, attr)
+}
+
+mx.nd.MakeLoss <- function(data = NULL, grad_scale = NULL, valid_thresh = NULL, normalization = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.MakeLoss")
   .weft_nd_invoke("MakeLoss", list(data), c(grad_scale = .weft_param(grad_scale), valid_thresh = .weft_param(valid_thresh), normalization = .weft_param(normalization)), NULL, out)
 }
-mx.symbol.MakeLoss <- function(data = NULL, grad_scale = NULL, valid_thresh = NULL, normalization = NULL, name = NULL, attr = NULL) {
+mx.symbol.MakeLoss <- function(data = NULL, grad_scale = NULL, valid_thresh = NULL, normalization = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.MakeLoss")
   .weft_symbol_op("MakeLoss", list(data = data), c(grad_scale = .weft_param(grad_scale), valid_thresh = .weft_param(valid_thresh), normalization = .weft_param(normalization)), NULL, name, attr)
 }
 
-mx.nd.make.loss <- function(data = NULL, grad_scale = NULL, valid_thresh = NULL, normalization = NULL, out = NULL) {
+mx.nd.internal.sparse.make.loss <- function(data = NULL, grad_scale = NULL, valid_thresh = NULL, normalization = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.sparse.make.loss")
   .weft_nd_invoke("MakeLoss", list(data), c(grad_scale = .weft_param(grad_scale), valid_thresh = .weft_param(valid_thresh), normalization = .weft_param(normalization)), NULL, out)
 }
-mx.symbol.make.loss <- function(data = NULL, grad_scale = NULL, valid_thresh = NULL, normalization = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.sparse.make.loss <- function(data = NULL, grad_scale = NULL, valid_thresh = NULL, normalization = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.sparse.make.loss")
   .weft_symbol_op("MakeLoss", list(data = data), c(grad_scale = .weft_param(grad_scale), valid_thresh = .weft_param(valid_thresh), normalization = .weft_param(normalization)), NULL, name, attr)
 }
 
-mx.nd.Pad <- function(data = NULL, mode = NULL, pad_width, constant_value = NULL, out = NULL) {
+mx.nd.make.loss <- function(data = NULL, grad_scale = NULL, valid_thresh = NULL, normalization = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.make.loss")
+  .weft_nd_invoke("MakeLoss", list(data), c(grad_scale = .weft_param(grad_scale), valid_thresh = .weft_param(valid_thresh), normalization = .weft_param(normalization)), NULL, out)
+}
+mx.symbol.make.loss <- function(data = NULL, grad_scale = NULL, valid_thresh = NULL, normalization = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.make.loss")
+  .weft_symbol_op("MakeLoss", list(data = data), c(grad_scale = .weft_param(grad_scale), valid_thresh = .weft_param(valid_thresh), normalization = .weft_param(normalization)), NULL, name, attr)
+}
+mx.symbol.make_loss <- mx.symbol.make.loss
+
+mx.nd.Pad <- function(data = NULL, mode = NULL, pad_width, constant_value = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.Pad")
   .weft_nd_invoke("Pad", list(data), c(mode = .weft_param(mode), pad_width = .weft_shape_param(pad_width), constant_value = .weft_param(constant_value)), NULL, out)
 }
-mx.symbol.Pad <- function(data = NULL, mode = NULL, pad_width, constant_value = NULL, name = NULL, attr = NULL) {
+mx.symbol.Pad <- function(data = NULL, mode = NULL, pad_width, constant_value = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.Pad")
   .weft_symbol_op("Pad", list(data = data), c(mode = .weft_param(mode), pad_width = .weft_shape_param(pad_width), constant_value = .weft_param(constant_value)), NULL, name, attr)
 }
 
-mx.nd.pad <- function(data = NULL, mode = NULL, pad_width, constant_value = NULL, out = NULL) {
+mx.nd.pad <- function(data = NULL, mode = NULL, pad_width, constant_value = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.pad")
   .weft_nd_invoke("Pad", list(data), c(mode = .weft_param(mode), pad_width = .weft_shape_param(pad_width), constant_value = .weft_param(constant_value)), NULL, out)
 }
-mx.symbol.pad <- function(data = NULL, mode = NULL, pad_width, constant_value = NULL, name = NULL, attr = NULL) {
+mx.symbol.pad <- function(data = NULL, mode = NULL, pad_width, constant_value = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.pad")
   .weft_symbol_op("Pad", list(data = data), c(mode = .weft_param(mode), pad_width = .weft_shape_param(pad_width), constant_value = .weft_param(constant_value)), NULL, name, attr)
 }
 
-mx.nd.Pooling <- function(data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, cudnn_off = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, p_value = NULL, count_include_pad = NULL, layout = NULL, out = NULL) {
+mx.nd.Pooling <- function(data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, cudnn_off = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, p_value = NULL, count_include_pad = NULL, layout = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.Pooling")
   .weft_nd_invoke("Pooling", list(data), c(kernel = .weft_shape_param(kernel), pool_type = .weft_param(pool_type), global_pool = .weft_param(global_pool), cudnn_off = .weft_param(cudnn_off), pooling_convention = .weft_param(pooling_convention), stride = .weft_shape_param(stride), pad = .weft_shape_param(pad), p_value = .weft_param(p_value), count_include_pad = .weft_param(count_include_pad), layout = .weft_param(layout)), NULL, out)
 }
-mx.symbol.Pooling <- function(data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, cudnn_off = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, p_value = NULL, count_include_pad = NULL, layout = NULL, name = NULL, attr = NULL) {
+mx.symbol.Pooling <- function(data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, cudnn_off = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, p_value = NULL, count_include_pad = NULL, layout = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.Pooling")
   .weft_symbol_op("Pooling", list(data = data), c(kernel = .weft_shape_param(kernel), pool_type = .weft_param(pool_type), global_pool = .weft_param(global_pool), cudnn_off = .weft_param(cudnn_off), pooling_convention = .weft_param(pooling_convention), stride = .weft_shape_param(stride), pad = .weft_shape_param(pad), p_value = .weft_param(p_value), count_include_pad = .weft_param(count_include_pad), layout = .weft_param(layout)), NULL, name, attr)
 }
 
-mx.nd.Pooling.v1 <- function(data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, out = NULL) {
+mx.nd.Pooling.v1 <- function(data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.Pooling.v1")
   .weft_nd_invoke("Pooling_v1", list(data), c(kernel = .weft_shape_param(kernel), pool_type = .weft_param(pool_type), global_pool = .weft_param(global_pool), pooling_convention = .weft_param(pooling_convention), stride = .weft_shape_param(stride), pad = .weft_shape_param(pad)), NULL, out)
 }
-mx.symbol.Pooling.v1 <- function(data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, name = NULL, attr = NULL) {
+mx.symbol.Pooling.v1 <- function(data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.Pooling.v1")
   .weft_symbol_op("Pooling_v1", list(data = data), c(kernel = .weft_shape_param(kernel), pool_type = .weft_param(pool_type), global_pool = .weft_param(global_pool), pooling_convention = .weft_param(pooling_convention), stride = .weft_shape_param(stride), pad = .weft_shape_param(pad)), NULL, name, attr)
 }
+mx.symbol.Pooling_v1 <- mx.symbol.Pooling.v1
 
-mx.nd.RNN <- function(data = NULL, parameters = NULL, state = NULL, state_cell = NULL, sequence_length = NULL, state_size, num_layers, bidirectional = NULL, mode, p = NULL, state_outputs = NULL, projection_size = NULL, lstm_state_clip_min = NULL, lstm_state_clip_max = NULL, lstm_state_clip_nan = NULL, use_sequence_length = NULL, out = NULL) {
+mx.nd.RNN <- function(data = NULL, parameters = NULL, state = NULL, state_cell = NULL, sequence_length = NULL, state_size, num_layers, bidirectional = NULL, mode, p = NULL, state_outputs = NULL, projection_size = NULL, lstm_state_clip_min = NULL, lstm_state_clip_max = NULL, lstm_state_clip_nan = NULL, use_sequence_length = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.RNN")
   .weft_nd_invoke("RNN", list(data, parameters, state, state_cell, sequence_length), c(state_size = .weft_param(state_size), num_layers = .weft_param(num_layers), bidirectional = .weft_param(bidirectional), mode = .weft_param(mode), p = .weft_param(p), state_outputs = .weft_param(state_outputs), projection_size = .weft_param(projection_size), lstm_state_clip_min = .weft_param(lstm_state_clip_min), lstm_state_clip_max = .weft_param(lstm_state_clip_max), lstm_state_clip_nan = .weft_param(lstm_state_clip_nan), use_sequence_length = .weft_param(use_sequence_length)), NULL, out)
 }
-mx.symbol.RNN <- function(data = NULL, parameters = NULL, state = NULL, state_cell = NULL, sequence_length = NULL, state_size, num_layers, bidirectional = NULL, mode, p = NULL, state_outputs = NULL, projection_size = NULL, lstm_state_clip_min = NULL, lstm_state_clip_max = NULL, lstm_state_clip_nan = NULL, use_sequence_length = NULL, name = NULL, attr = NULL) {
+mx.symbol.RNN <- function(data = NULL, parameters = NULL, state = NULL, state_cell = NULL, sequence_length = NULL, state_size, num_layers, bidirectional = NULL, mode, p = NULL, state_outputs = NULL, projection_size = NULL, lstm_state_clip_min = NULL, lstm_state_clip_max = NULL, lstm_state_clip_nan = NULL, use_sequence_length = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.RNN")
   .weft_symbol_op("RNN", list(data = data, parameters = parameters, state = state, state_cell = state_cell, sequence_length = sequence_length), c(state_size = .weft_param(state_size), num_layers = .weft_param(num_layers), bidirectional = .weft_param(bidirectional), mode = .weft_param(mode), p = .weft_param(p), state_outputs = .weft_param(state_outputs), projection_size = .weft_param(projection_size), lstm_state_clip_min = .weft_param(lstm_state_clip_min), lstm_state_clip_max = .weft_param(lstm_state_clip_max), lstm_state_clip_nan = .weft_param(lstm_state_clip_nan), use_sequence_length = .weft_param(use_sequence_length)), NULL, name, attr)
 }
 
-mx.nd.ROIPooling <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, out = NULL) {
+mx.nd.ROIPooling <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.ROIPooling")
   .weft_nd_invoke("ROIPooling", list(data, rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale)), NULL, out)
 }
-mx.symbol.ROIPooling <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, name = NULL, attr = NULL) {
+mx.symbol.ROIPooling <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.ROIPooling")
   .weft_symbol_op("ROIPooling", list(data = data, rois = rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale)), NULL, name, attr)
 }
 
-mx.nd.SVMOutput <- function(data = NULL, label = NULL, margin = NULL, regularization_coefficient = NULL, use_linear = NULL, out = NULL) {
+mx.nd.SVMOutput <- function(data = NULL, label = NULL, margin = NULL, regularization_coefficient = NULL, use_linear = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.SVMOutput")
   .weft_nd_invoke("SVMOutput", list(data, label), c(margin = .weft_param(margin), regularization_coefficient = .weft_param(regularization_coefficient), use_linear = .weft_param(use_linear)), NULL, out)
 }
-mx.symbol.SVMOutput <- function(data = NULL, label = NULL, margin = NULL, regularization_coefficient = NULL, use_linear = NULL, name = NULL, attr = NULL) {
+mx.symbol.SVMOutput <- function(data = NULL, label = NULL, margin = NULL, regularization_coefficient = NULL, use_linear = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.SVMOutput")
   .weft_symbol_op("SVMOutput", list(data = data, label = label), c(margin = .weft_param(margin), regularization_coefficient = .weft_param(regularization_coefficient), use_linear = .weft_param(use_linear)), NULL, name, attr)
 }
 
-mx.nd.SequenceLast <- function(data = NULL, sequence_length = NULL, use_sequence_length = NULL, axis = NULL, out = NULL) {
+mx.nd.SequenceLast <- function(data = NULL, sequence_length = NULL, use_sequence_length = NULL, axis = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.SequenceLast")
   .weft_nd_invoke("SequenceLast", list(data, sequence_length), c(use_sequence_length = .weft_param(use_sequence_length), axis = .weft_param(axis)), NULL, out)
 }
-mx.symbol.SequenceLast <- function(data = NULL, sequence_length = NULL, use_sequence_length = NULL, axis = NULL, name = NULL, attr = NULL) {
+mx.symbol.SequenceLast <- function(data = NULL, sequence_length = NULL, use_sequence_length = NULL, axis = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.SequenceLast")
   .weft_symbol_op("SequenceLast", list(data = data, sequence_length = sequence_length), c(use_sequence_length = .weft_param(use_sequence_length), axis = .weft_param(axis)), NULL, name, attr)
 }
 
-mx.nd.SequenceMask <- function(data = NULL, sequence_length = NULL, use_sequence_length = NULL, value = NULL, axis = NULL, out = NULL) {
+mx.nd.SequenceMask <- function(data = NULL, sequence_length = NULL, use_sequence_length = NULL, value = NULL, axis = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.SequenceMask")
   .weft_nd_invoke("SequenceMask", list(data, sequence_length), c(use_sequence_length = .weft_param(use_sequence_length), value = .weft_param(value), axis = .weft_param(axis)), NULL, out)
 }
-mx.symbol.SequenceMask <- function(data = NULL, sequence_length = NULL, use_sequence_length = NULL, value = NULL, axis = NULL, name = NULL, attr = NULL) {
+mx.symbol.SequenceMask <- function(data = NULL, sequence_length = NULL, use_sequence_length = NULL, value = NULL, axis = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.SequenceMask")
   .weft_symbol_op("SequenceMask", list(data = data, sequence_length = sequence_length), c(use_sequence_length = .weft_param(use_sequence_length), value = .weft_param(value), axis = .weft_param(axis)), NULL, name, attr)
 }
 
-mx.nd.SequenceReverse <- function(data = NULL, sequence_length = NULL, use_sequence_length = NULL, axis = NULL, out = NULL) {
+mx.nd.SequenceReverse <- function(data = NULL, sequence_length = NULL, use_sequence_length = NULL, axis = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.SequenceReverse")
   .weft_nd_invoke("SequenceReverse", list(data, sequence_length), c(use_sequence_length = .weft_param(use_sequence_length), axis = .weft_param(axis)), NULL, out)
 }
-mx.symbol.SequenceReverse <- function(data = NULL, sequence_length = NULL, use_sequence_length = NULL, axis = NULL, name = NULL, attr = NULL) {
+mx.symbol.SequenceReverse <- function(data = NULL, sequence_length = NULL, use_sequence_length = NULL, axis = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.SequenceReverse")
   .weft_symbol_op("SequenceReverse", list(data = data, sequence_length = sequence_length), c(use_sequence_length = .weft_param(use_sequence_length), axis = .weft_param(axis)), NULL, name, attr)
 }
 
@@ -333,24 +491,30 @@ mx.symbol.SoftmaxActivation <- function(data = NULL, mode = NULL, name = NULL, a
   .weft_symbol_op("SoftmaxActivation", list(data = data), c(mode = .weft_param(mode)), NULL, name, attr)
 }
 
-mx.nd.SoftmaxOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ignore_label = NULL, multi_output = NULL, use_ignore = NULL, preserve_shape = NULL, normalization = NULL, out_grad = NULL, smooth_alpha = NULL, out = NULL) {
+mx.nd.SoftmaxOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ignore_label = NULL, multi_output = NULL, use_ignore = NULL, preserve_shape = NULL, normalization = NULL, out_grad = NULL, smooth_alpha = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.SoftmaxOutput")
   .weft_nd_invoke("SoftmaxOutput", list(data, label), c(grad_scale = .weft_param(grad_scale), ignore_label = .weft_param(ignore_label), multi_output = .weft_param(multi_output), use_ignore = .weft_param(use_ignore), preserve_shape = .weft_param(preserve_shape), normalization = .weft_param(normalization), out_grad = .weft_param(out_grad), smooth_alpha = .weft_param(smooth_alpha)), NULL, out)
 }
-mx.symbol.SoftmaxOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ignore_label = NULL, multi_output = NULL, use_ignore = NULL, preserve_shape = NULL, normalization = NULL, out_grad = NULL, smooth_alpha = NULL, name = NULL, attr = NULL) {
+mx.symbol.SoftmaxOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ignore_label = NULL, multi_output = NULL, use_ignore = NULL, preserve_shape = NULL, normalization = NULL, out_grad = NULL, smooth_alpha = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.SoftmaxOutput")
   .weft_symbol_op("SoftmaxOutput", list(data = data, label = label), c(grad_scale = .weft_param(grad_scale), ignore_label = .weft_param(ignore_label), multi_output = .weft_param(multi_output), use_ignore = .weft_param(use_ignore), preserve_shape = .weft_param(preserve_shape), normalization = .weft_param(normalization), out_grad = .weft_param(out_grad), smooth_alpha = .weft_param(smooth_alpha)), NULL, name, attr)
 }
 
-mx.nd.Softmax <- function(data = NULL, label = NULL, grad_scale = NULL, ignore_label = NULL, multi_output = NULL, use_ignore = NULL, preserve_shape = NULL, normalization = NULL, out_grad = NULL, smooth_alpha = NULL, out = NULL) {
+mx.nd.Softmax <- function(data = NULL, label = NULL, grad_scale = NULL, ignore_label = NULL, multi_output = NULL, use_ignore = NULL, preserve_shape = NULL, normalization = NULL, out_grad = NULL, smooth_alpha = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.Softmax")
   .weft_nd_invoke("SoftmaxOutput", list(data, label), c(grad_scale = .weft_param(grad_scale), ignore_label = .weft_param(ignore_label), multi_output = .weft_param(multi_output), use_ignore = .weft_param(use_ignore), preserve_shape = .weft_param(preserve_shape), normalization = .weft_param(normalization), out_grad = .weft_param(out_grad), smooth_alpha = .weft_param(smooth_alpha)), NULL, out)
 }
-mx.symbol.Softmax <- function(data = NULL, label = NULL, grad_scale = NULL, ignore_label = NULL, multi_output = NULL, use_ignore = NULL, preserve_shape = NULL, normalization = NULL, out_grad = NULL, smooth_alpha = NULL, name = NULL, attr = NULL) {
+mx.symbol.Softmax <- function(data = NULL, label = NULL, grad_scale = NULL, ignore_label = NULL, multi_output = NULL, use_ignore = NULL, preserve_shape = NULL, normalization = NULL, out_grad = NULL, smooth_alpha = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.Softmax")
   .weft_symbol_op("SoftmaxOutput", list(data = data, label = label), c(grad_scale = .weft_param(grad_scale), ignore_label = .weft_param(ignore_label), multi_output = .weft_param(multi_output), use_ignore = .weft_param(use_ignore), preserve_shape = .weft_param(preserve_shape), normalization = .weft_param(normalization), out_grad = .weft_param(out_grad), smooth_alpha = .weft_param(smooth_alpha)), NULL, name, attr)
 }
 
-mx.nd.SpatialTransformer <- function(data = NULL, loc = NULL, target_shape = NULL, transform_type, sampler_type, cudnn_off = NULL, out = NULL) {
+mx.nd.SpatialTransformer <- function(data = NULL, loc = NULL, target_shape = NULL, transform_type, sampler_type, cudnn_off = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.SpatialTransformer")
   .weft_nd_invoke("SpatialTransformer", list(data, loc), c(target_shape = .weft_shape_param(target_shape), transform_type = .weft_param(transform_type), sampler_type = .weft_param(sampler_type), cudnn_off = .weft_param(cudnn_off)), NULL, out)
 }
-mx.symbol.SpatialTransformer <- function(data = NULL, loc = NULL, target_shape = NULL, transform_type, sampler_type, cudnn_off = NULL, name = NULL, attr = NULL) {
+mx.symbol.SpatialTransformer <- function(data = NULL, loc = NULL, target_shape = NULL, transform_type, sampler_type, cudnn_off = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.SpatialTransformer")
   .weft_symbol_op("SpatialTransformer", list(data = data, loc = loc), c(target_shape = .weft_shape_param(target_shape), transform_type = .weft_param(transform_type), sampler_type = .weft_param(sampler_type), cudnn_off = .weft_param(cudnn_off)), NULL, name, attr)
 }
 
@@ -375,10 +539,12 @@ mx.symbol.UpSampling <- function(..., scale, num_filter = NULL, sample_type, mul
   .weft_symbol_op("UpSampling", .weft_dots(...), c(scale = .weft_param(scale), num_filter = .weft_param(num_filter), sample_type = .weft_param(sample_type), multi_input_mode = .weft_param(multi_input_mode), workspace = .weft_param(workspace)), "num_args", name, attr)
 }
 
-mx.nd.internal.BatchNorm.replay <- function(data = NULL, gamma = NULL, beta = NULL, mean = NULL, invstd = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+mx.nd.internal.BatchNorm.replay <- function(data = NULL, gamma = NULL, beta = NULL, mean = NULL, invstd = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.BatchNorm.replay")
   .weft_nd_invoke("_BatchNorm_replay", list(data, gamma, beta, mean, invstd), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
 }
-mx.symbol.internal.BatchNorm.replay <- function(data = NULL, gamma = NULL, beta = NULL, mean = NULL, invstd = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.BatchNorm.replay <- function(data = NULL, gamma = NULL, beta = NULL, mean = NULL, invstd = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.BatchNorm.replay")
   .weft_symbol_op("_BatchNorm_replay", list(data = data, gamma = gamma, beta = beta, mean = mean, invstd = invstd), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
 }
 
@@ -389,24 +555,31 @@ mx.symbol.internal.CachedOp <- function(..., subgraph = NULL, inline_limit = NUL
   .weft_symbol_op("_CachedOp", .weft_dots(...), c(subgraph = .weft_param(subgraph), inline_limit = .weft_param(inline_limit), forward_bulk_size = .weft_param(forward_bulk_size), backward_bulk_size = .weft_param(backward_bulk_size), static_alloc = .weft_param(static_alloc), static_shape = .weft_param(static_shape), is_dynamic = .weft_param(is_dynamic), data_indices = .weft_shape_param(data_indices), param_indices = .weft_shape_param(param_indices)), NULL, name, attr)
 }
 
-mx.nd.internal.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, out = NULL) {
+mx.nd.internal.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.adamw.update")
   .weft_nd_invoke("_adamw_update", list(weight, grad, mean, var, rescale_grad), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), eta = .weft_param(eta), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
-mx.symbol.internal.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.adamw.update")
   .weft_symbol_op("_adamw_update", list(weight = weight, grad = grad, mean = mean, var = var, rescale_grad = rescale_grad), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), eta = .weft_param(eta), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
 
-mx.nd.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, out = NULL) {
+mx.nd.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.adamw.update")
   .weft_nd_invoke("_adamw_update", list(weight, grad, mean, var, rescale_grad), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), eta = .weft_param(eta), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
-mx.symbol.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, name = NULL, attr = NULL) {
+mx.symbol.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.adamw.update")
   .weft_symbol_op("_adamw_update", list(weight = weight, grad = grad, mean = mean, var = var, rescale_grad = rescale_grad), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), eta = .weft_param(eta), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
+mx.symbol.adamw_update <- mx.symbol.adamw.update
 
-mx.nd.internal.arange <- function(start, stop = NULL, step = NULL, repeat_ = NULL, infer_range = NULL, ctx = NULL, dtype = NULL, out = NULL) {
+mx.nd.internal.arange <- function(start, stop = NULL, step = NULL, repeat_ = NULL, infer_range = NULL, ctx = NULL, dtype = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.arange")
   .weft_nd_invoke("_arange", list(), c(start = .weft_param(start), stop = .weft_param(stop), step = .weft_param(step), `repeat` = .weft_param(repeat_), infer_range = .weft_param(infer_range), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
 }
-mx.symbol.internal.arange <- function(start, stop = NULL, step = NULL, repeat_ = NULL, infer_range = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.arange <- function(start, stop = NULL, step = NULL, repeat_ = NULL, infer_range = NULL, ctx = NULL, dtype = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.arange")
   .weft_symbol_op("_arange", list(), c(start = .weft_param(start), stop = .weft_param(stop), step = .weft_param(step), `repeat` = .weft_param(repeat_), infer_range = .weft_param(infer_range), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
@@ -417,52 +590,66 @@ mx.symbol.internal.cond <- function(..., num_outputs, cond_input_locs, then_inpu
   .weft_symbol_op("_cond", .weft_dots(...), c(num_outputs = .weft_param(num_outputs), cond_input_locs = .weft_shape_param(cond_input_locs), then_input_locs = .weft_shape_param(then_input_locs), else_input_locs = .weft_shape_param(else_input_locs)), "num_args", name, attr)
 }
 
-mx.nd.internal.contrib.AdaptiveAvgPooling2D <- function(data = NULL, output_size = NULL, out = NULL) {
+mx.nd.internal.contrib.AdaptiveAvgPooling2D <- function(data = NULL, output_size = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.AdaptiveAvgPooling2D")
   .weft_nd_invoke("_contrib_AdaptiveAvgPooling2D", list(data), c(output_size = .weft_shape_param(output_size)), NULL, out)
 }
-mx.symbol.internal.contrib.AdaptiveAvgPooling2D <- function(data = NULL, output_size = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.AdaptiveAvgPooling2D <- function(data = NULL, output_size = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.AdaptiveAvgPooling2D")
   .weft_symbol_op("_contrib_AdaptiveAvgPooling2D", list(data = data), c(output_size = .weft_shape_param(output_size)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.BatchNormWithReLU <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+mx.nd.internal.contrib.BatchNormWithReLU <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.BatchNormWithReLU")
   .weft_nd_invoke("_contrib_BatchNormWithReLU", list(data, gamma, beta, moving_mean, moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
 }
-mx.symbol.internal.contrib.BatchNormWithReLU <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.BatchNormWithReLU <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.BatchNormWithReLU")
   .weft_symbol_op("_contrib_BatchNormWithReLU", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.BilinearResize2D <- function(data = NULL, like = NULL, height = NULL, width = NULL, scale_height = NULL, scale_width = NULL, mode = NULL, align_corners = NULL, out = NULL) {
+mx.nd.internal.contrib.BilinearResize2D <- function(data = NULL, like = NULL, height = NULL, width = NULL, scale_height = NULL, scale_width = NULL, mode = NULL, align_corners = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.BilinearResize2D")
   .weft_nd_invoke("_contrib_BilinearResize2D", list(data, like), c(height = .weft_param(height), width = .weft_param(width), scale_height = .weft_param(scale_height), scale_width = .weft_param(scale_width), mode = .weft_param(mode), align_corners = .weft_param(align_corners)), NULL, out)
 }
-mx.symbol.internal.contrib.BilinearResize2D <- function(data = NULL, like = NULL, height = NULL, width = NULL, scale_height = NULL, scale_width = NULL, mode = NULL, align_corners = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.BilinearResize2D <- function(data = NULL, like = NULL, height = NULL, width = NULL, scale_height = NULL, scale_width = NULL, mode = NULL, align_corners = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.BilinearResize2D")
   .weft_symbol_op("_contrib_BilinearResize2D", list(data = data, like = like), c(height = .weft_param(height), width = .weft_param(width), scale_height = .weft_param(scale_height), scale_width = .weft_param(scale_width), mode = .weft_param(mode), align_corners = .weft_param(align_corners)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.DeformableConvolution <- function(data = NULL, offset = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, num_deformable_group = NULL, workspace = NULL, no_bias = NULL, layout = NULL, out = NULL) {
+mx.nd.internal.contrib.DeformableConvolution <- function(data = NULL, offset = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, num_deformable_group = NULL, workspace = NULL, no_bias = NULL, layout = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.DeformableConvolution")
   .weft_nd_invoke("_contrib_DeformableConvolution", list(data, offset, weight, bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), num_deformable_group = .weft_param(num_deformable_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), layout = .weft_param(layout)), NULL, out)
 }
-mx.symbol.internal.contrib.DeformableConvolution <- function(data = NULL, offset = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, num_deformable_group = NULL, workspace = NULL, no_bias = NULL, layout = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.DeformableConvolution <- function(data = NULL, offset = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, num_deformable_group = NULL, workspace = NULL, no_bias = NULL, layout = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.DeformableConvolution")
   .weft_symbol_op("_contrib_DeformableConvolution", list(data = data, offset = offset, weight = weight, bias = bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), num_deformable_group = .weft_param(num_deformable_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), layout = .weft_param(layout)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.DeformablePSROIPooling <- function(data = NULL, rois = NULL, trans = NULL, spatial_scale, output_dim, group_size, pooled_size, part_size = NULL, sample_per_part = NULL, trans_std = NULL, no_trans = NULL, out = NULL) {
+mx.nd.internal.contrib.DeformablePSROIPooling <- function(data = NULL, rois = NULL, trans = NULL, spatial_scale, output_dim, group_size, pooled_size, part_size = NULL, sample_per_part = NULL, trans_std = NULL, no_trans = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.DeformablePSROIPooling")
   .weft_nd_invoke("_contrib_DeformablePSROIPooling", list(data, rois, trans), c(spatial_scale = .weft_param(spatial_scale), output_dim = .weft_param(output_dim), group_size = .weft_param(group_size), pooled_size = .weft_param(pooled_size), part_size = .weft_param(part_size), sample_per_part = .weft_param(sample_per_part), trans_std = .weft_param(trans_std), no_trans = .weft_param(no_trans)), NULL, out)
 }
-mx.symbol.internal.contrib.DeformablePSROIPooling <- function(data = NULL, rois = NULL, trans = NULL, spatial_scale, output_dim, group_size, pooled_size, part_size = NULL, sample_per_part = NULL, trans_std = NULL, no_trans = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.DeformablePSROIPooling <- function(data = NULL, rois = NULL, trans = NULL, spatial_scale, output_dim, group_size, pooled_size, part_size = NULL, sample_per_part = NULL, trans_std = NULL, no_trans = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.DeformablePSROIPooling")
   .weft_symbol_op("_contrib_DeformablePSROIPooling", list(data = data, rois = rois, trans = trans), c(spatial_scale = .weft_param(spatial_scale), output_dim = .weft_param(output_dim), group_size = .weft_param(group_size), pooled_size = .weft_param(pooled_size), part_size = .weft_param(part_size), sample_per_part = .weft_param(sample_per_part), trans_std = .weft_param(trans_std), no_trans = .weft_param(no_trans)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.ModulatedDeformableConvolution <- function(data = NULL, offset = NULL, mask = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, num_deformable_group = NULL, workspace = NULL, no_bias = NULL, im2col_step = NULL, layout = NULL, out = NULL) {
+mx.nd.internal.contrib.ModulatedDeformableConvolution <- function(data = NULL, offset = NULL, mask = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, num_deformable_group = NULL, workspace = NULL, no_bias = NULL, im2col_step = NULL, layout = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.ModulatedDeformableConvolution")
   .weft_nd_invoke("_contrib_ModulatedDeformableConvolution", list(data, offset, mask, weight, bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), num_deformable_group = .weft_param(num_deformable_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), im2col_step = .weft_param(im2col_step), layout = .weft_param(layout)), NULL, out)
 }
-mx.symbol.internal.contrib.ModulatedDeformableConvolution <- function(data = NULL, offset = NULL, mask = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, num_deformable_group = NULL, workspace = NULL, no_bias = NULL, im2col_step = NULL, layout = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.ModulatedDeformableConvolution <- function(data = NULL, offset = NULL, mask = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, num_deformable_group = NULL, workspace = NULL, no_bias = NULL, im2col_step = NULL, layout = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.ModulatedDeformableConvolution")
   .weft_symbol_op("_contrib_ModulatedDeformableConvolution", list(data = data, offset = offset, mask = mask, weight = weight, bias = bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), num_deformable_group = .weft_param(num_deformable_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), im2col_step = .weft_param(im2col_step), layout = .weft_param(layout)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.MultiBoxDetection <- function(cls_prob = NULL, loc_pred = NULL, anchor = NULL, clip = NULL, threshold = NULL, background_id = NULL, nms_threshold = NULL, force_suppress = NULL, variances = NULL, nms_topk = NULL, out = NULL) {
+mx.nd.internal.contrib.MultiBoxDetection <- function(cls_prob = NULL, loc_pred = NULL, anchor = NULL, clip = NULL, threshold = NULL, background_id = NULL, nms_threshold = NULL, force_suppress = NULL, variances = NULL, nms_topk = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.MultiBoxDetection")
   .weft_nd_invoke("_contrib_MultiBoxDetection", list(cls_prob, loc_pred, anchor), c(clip = .weft_param(clip), threshold = .weft_param(threshold), background_id = .weft_param(background_id), nms_threshold = .weft_param(nms_threshold), force_suppress = .weft_param(force_suppress), variances = .weft_shape_param(variances), nms_topk = .weft_param(nms_topk)), NULL, out)
 }
-mx.symbol.internal.contrib.MultiBoxDetection <- function(cls_prob = NULL, loc_pred = NULL, anchor = NULL, clip = NULL, threshold = NULL, background_id = NULL, nms_threshold = NULL, force_suppress = NULL, variances = NULL, nms_topk = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.MultiBoxDetection <- function(cls_prob = NULL, loc_pred = NULL, anchor = NULL, clip = NULL, threshold = NULL, background_id = NULL, nms_threshold = NULL, force_suppress = NULL, variances = NULL, nms_topk = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.MultiBoxDetection")
   .weft_symbol_op("_contrib_MultiBoxDetection", list(cls_prob = cls_prob, loc_pred = loc_pred, anchor = anchor), c(clip = .weft_param(clip), threshold = .weft_param(threshold), background_id = .weft_param(background_id), nms_threshold = .weft_param(nms_threshold), force_suppress = .weft_param(force_suppress), variances = .weft_shape_param(variances), nms_topk = .weft_param(nms_topk)), NULL, name, attr)
 }
 
@@ -473,80 +660,102 @@ mx.symbol.internal.contrib.MultiBoxPrior <- function(data = NULL, sizes = NULL, 
   .weft_symbol_op("_contrib_MultiBoxPrior", list(data = data), c(sizes = .weft_shape_param(sizes), ratios = .weft_shape_param(ratios), clip = .weft_param(clip), steps = .weft_shape_param(steps), offsets = .weft_shape_param(offsets)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.MultiBoxTarget <- function(anchor = NULL, label = NULL, cls_pred = NULL, overlap_threshold = NULL, ignore_label = NULL, negative_mining_ratio = NULL, negative_mining_thresh = NULL, minimum_negative_samples = NULL, variances = NULL, out = NULL) {
+mx.nd.internal.contrib.MultiBoxTarget <- function(anchor = NULL, label = NULL, cls_pred = NULL, overlap_threshold = NULL, ignore_label = NULL, negative_mining_ratio = NULL, negative_mining_thresh = NULL, minimum_negative_samples = NULL, variances = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.MultiBoxTarget")
   .weft_nd_invoke("_contrib_MultiBoxTarget", list(anchor, label, cls_pred), c(overlap_threshold = .weft_param(overlap_threshold), ignore_label = .weft_param(ignore_label), negative_mining_ratio = .weft_param(negative_mining_ratio), negative_mining_thresh = .weft_param(negative_mining_thresh), minimum_negative_samples = .weft_param(minimum_negative_samples), variances = .weft_shape_param(variances)), NULL, out)
 }
-mx.symbol.internal.contrib.MultiBoxTarget <- function(anchor = NULL, label = NULL, cls_pred = NULL, overlap_threshold = NULL, ignore_label = NULL, negative_mining_ratio = NULL, negative_mining_thresh = NULL, minimum_negative_samples = NULL, variances = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.MultiBoxTarget <- function(anchor = NULL, label = NULL, cls_pred = NULL, overlap_threshold = NULL, ignore_label = NULL, negative_mining_ratio = NULL, negative_mining_thresh = NULL, minimum_negative_samples = NULL, variances = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.MultiBoxTarget")
   .weft_symbol_op("_contrib_MultiBoxTarget", list(anchor = anchor, label = label, cls_pred = cls_pred), c(overlap_threshold = .weft_param(overlap_threshold), ignore_label = .weft_param(ignore_label), negative_mining_ratio = .weft_param(negative_mining_ratio), negative_mining_thresh = .weft_param(negative_mining_thresh), minimum_negative_samples = .weft_param(minimum_negative_samples), variances = .weft_shape_param(variances)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.MultiProposal <- function(cls_prob = NULL, bbox_pred = NULL, im_info = NULL, rpn_pre_nms_top_n = NULL, rpn_post_nms_top_n = NULL, threshold = NULL, rpn_min_size = NULL, scales = NULL, ratios = NULL, feature_stride = NULL, output_score = NULL, iou_loss = NULL, out = NULL) {
+mx.nd.internal.contrib.MultiProposal <- function(cls_prob = NULL, bbox_pred = NULL, im_info = NULL, rpn_pre_nms_top_n = NULL, rpn_post_nms_top_n = NULL, threshold = NULL, rpn_min_size = NULL, scales = NULL, ratios = NULL, feature_stride = NULL, output_score = NULL, iou_loss = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.MultiProposal")
   .weft_nd_invoke("_contrib_MultiProposal", list(cls_prob, bbox_pred, im_info), c(rpn_pre_nms_top_n = .weft_param(rpn_pre_nms_top_n), rpn_post_nms_top_n = .weft_param(rpn_post_nms_top_n), threshold = .weft_param(threshold), rpn_min_size = .weft_param(rpn_min_size), scales = .weft_shape_param(scales), ratios = .weft_shape_param(ratios), feature_stride = .weft_param(feature_stride), output_score = .weft_param(output_score), iou_loss = .weft_param(iou_loss)), NULL, out)
 }
-mx.symbol.internal.contrib.MultiProposal <- function(cls_prob = NULL, bbox_pred = NULL, im_info = NULL, rpn_pre_nms_top_n = NULL, rpn_post_nms_top_n = NULL, threshold = NULL, rpn_min_size = NULL, scales = NULL, ratios = NULL, feature_stride = NULL, output_score = NULL, iou_loss = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.MultiProposal <- function(cls_prob = NULL, bbox_pred = NULL, im_info = NULL, rpn_pre_nms_top_n = NULL, rpn_post_nms_top_n = NULL, threshold = NULL, rpn_min_size = NULL, scales = NULL, ratios = NULL, feature_stride = NULL, output_score = NULL, iou_loss = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.MultiProposal")
   .weft_symbol_op("_contrib_MultiProposal", list(cls_prob = cls_prob, bbox_pred = bbox_pred, im_info = im_info), c(rpn_pre_nms_top_n = .weft_param(rpn_pre_nms_top_n), rpn_post_nms_top_n = .weft_param(rpn_post_nms_top_n), threshold = .weft_param(threshold), rpn_min_size = .weft_param(rpn_min_size), scales = .weft_shape_param(scales), ratios = .weft_shape_param(ratios), feature_stride = .weft_param(feature_stride), output_score = .weft_param(output_score), iou_loss = .weft_param(iou_loss)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.PSROIPooling <- function(data = NULL, rois = NULL, spatial_scale, output_dim, pooled_size, group_size = NULL, out = NULL) {
+mx.nd.internal.contrib.PSROIPooling <- function(data = NULL, rois = NULL, spatial_scale, output_dim, pooled_size, group_size = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.PSROIPooling")
   .weft_nd_invoke("_contrib_PSROIPooling", list(data, rois), c(spatial_scale = .weft_param(spatial_scale), output_dim = .weft_param(output_dim), pooled_size = .weft_param(pooled_size), group_size = .weft_param(group_size)), NULL, out)
 }
-mx.symbol.internal.contrib.PSROIPooling <- function(data = NULL, rois = NULL, spatial_scale, output_dim, pooled_size, group_size = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.PSROIPooling <- function(data = NULL, rois = NULL, spatial_scale, output_dim, pooled_size, group_size = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.PSROIPooling")
   .weft_symbol_op("_contrib_PSROIPooling", list(data = data, rois = rois), c(spatial_scale = .weft_param(spatial_scale), output_dim = .weft_param(output_dim), pooled_size = .weft_param(pooled_size), group_size = .weft_param(group_size)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.Proposal <- function(cls_prob = NULL, bbox_pred = NULL, im_info = NULL, rpn_pre_nms_top_n = NULL, rpn_post_nms_top_n = NULL, threshold = NULL, rpn_min_size = NULL, scales = NULL, ratios = NULL, feature_stride = NULL, output_score = NULL, iou_loss = NULL, out = NULL) {
+mx.nd.internal.contrib.Proposal <- function(cls_prob = NULL, bbox_pred = NULL, im_info = NULL, rpn_pre_nms_top_n = NULL, rpn_post_nms_top_n = NULL, threshold = NULL, rpn_min_size = NULL, scales = NULL, ratios = NULL, feature_stride = NULL, output_score = NULL, iou_loss = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.Proposal")
   .weft_nd_invoke("_contrib_Proposal", list(cls_prob, bbox_pred, im_info), c(rpn_pre_nms_top_n = .weft_param(rpn_pre_nms_top_n), rpn_post_nms_top_n = .weft_param(rpn_post_nms_top_n), threshold = .weft_param(threshold), rpn_min_size = .weft_param(rpn_min_size), scales = .weft_shape_param(scales), ratios = .weft_shape_param(ratios), feature_stride = .weft_param(feature_stride), output_score = .weft_param(output_score), iou_loss = .weft_param(iou_loss)), NULL, out)
 }
-mx.symbol.internal.contrib.Proposal <- function(cls_prob = NULL, bbox_pred = NULL, im_info = NULL, rpn_pre_nms_top_n = NULL, rpn_post_nms_top_n = NULL, threshold = NULL, rpn_min_size = NULL, scales = NULL, ratios = NULL, feature_stride = NULL, output_score = NULL, iou_loss = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.Proposal <- function(cls_prob = NULL, bbox_pred = NULL, im_info = NULL, rpn_pre_nms_top_n = NULL, rpn_post_nms_top_n = NULL, threshold = NULL, rpn_min_size = NULL, scales = NULL, ratios = NULL, feature_stride = NULL, output_score = NULL, iou_loss = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.Proposal")
   .weft_symbol_op("_contrib_Proposal", list(cls_prob = cls_prob, bbox_pred = bbox_pred, im_info = im_info), c(rpn_pre_nms_top_n = .weft_param(rpn_pre_nms_top_n), rpn_post_nms_top_n = .weft_param(rpn_post_nms_top_n), threshold = .weft_param(threshold), rpn_min_size = .weft_param(rpn_min_size), scales = .weft_shape_param(scales), ratios = .weft_shape_param(ratios), feature_stride = .weft_param(feature_stride), output_score = .weft_param(output_score), iou_loss = .weft_param(iou_loss)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.ROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sample_ratio = NULL, position_sensitive = NULL, aligned = NULL, out = NULL) {
+mx.nd.internal.contrib.ROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sample_ratio = NULL, position_sensitive = NULL, aligned = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.ROIAlign")
   .weft_nd_invoke("_contrib_ROIAlign", list(data, rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale), sample_ratio = .weft_param(sample_ratio), position_sensitive = .weft_param(position_sensitive), aligned = .weft_param(aligned)), NULL, out)
 }
-mx.symbol.internal.contrib.ROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sample_ratio = NULL, position_sensitive = NULL, aligned = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.ROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sample_ratio = NULL, position_sensitive = NULL, aligned = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.ROIAlign")
   .weft_symbol_op("_contrib_ROIAlign", list(data = data, rois = rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale), sample_ratio = .weft_param(sample_ratio), position_sensitive = .weft_param(position_sensitive), aligned = .weft_param(aligned)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.RROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sampling_ratio = NULL, out = NULL) {
+mx.nd.internal.contrib.RROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sampling_ratio = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.RROIAlign")
   .weft_nd_invoke("_contrib_RROIAlign", list(data, rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale), sampling_ratio = .weft_param(sampling_ratio)), NULL, out)
 }
-mx.symbol.internal.contrib.RROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sampling_ratio = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.RROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sampling_ratio = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.RROIAlign")
   .weft_symbol_op("_contrib_RROIAlign", list(data = data, rois = rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale), sampling_ratio = .weft_param(sampling_ratio)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.SparseEmbedding <- function(data = NULL, weight = NULL, input_dim, output_dim, dtype = NULL, deterministic = NULL, out = NULL) {
+mx.nd.internal.contrib.SparseEmbedding <- function(data = NULL, weight = NULL, input_dim, output_dim, dtype = NULL, deterministic = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.SparseEmbedding")
   .weft_nd_invoke("_contrib_SparseEmbedding", list(data, weight), c(input_dim = .weft_param(input_dim), output_dim = .weft_param(output_dim), dtype = .weft_param(dtype), deterministic = .weft_param(deterministic)), NULL, out)
 }
-mx.symbol.internal.contrib.SparseEmbedding <- function(data = NULL, weight = NULL, input_dim, output_dim, dtype = NULL, deterministic = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.SparseEmbedding <- function(data = NULL, weight = NULL, input_dim, output_dim, dtype = NULL, deterministic = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.SparseEmbedding")
   .weft_symbol_op("_contrib_SparseEmbedding", list(data = data, weight = weight), c(input_dim = .weft_param(input_dim), output_dim = .weft_param(output_dim), dtype = .weft_param(dtype), deterministic = .weft_param(deterministic)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.SyncBatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, ndev = NULL, key, out = NULL) {
+mx.nd.internal.contrib.SyncBatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, ndev = NULL, key, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.SyncBatchNorm")
   .weft_nd_invoke("_contrib_SyncBatchNorm", list(data, gamma, beta, moving_mean, moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), ndev = .weft_param(ndev), key = .weft_param(key)), NULL, out)
 }
-mx.symbol.internal.contrib.SyncBatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, ndev = NULL, key, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.SyncBatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, ndev = NULL, key, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.SyncBatchNorm")
   .weft_symbol_op("_contrib_SyncBatchNorm", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), ndev = .weft_param(ndev), key = .weft_param(key)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.allclose <- function(a = NULL, b = NULL, rtol = NULL, atol = NULL, equal_nan = NULL, out = NULL) {
+mx.nd.internal.contrib.allclose <- function(a = NULL, b = NULL, rtol = NULL, atol = NULL, equal_nan = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.allclose")
   .weft_nd_invoke("_contrib_allclose", list(a, b), c(rtol = .weft_param(rtol), atol = .weft_param(atol), equal_nan = .weft_param(equal_nan)), NULL, out)
 }
-mx.symbol.internal.contrib.allclose <- function(a = NULL, b = NULL, rtol = NULL, atol = NULL, equal_nan = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.allclose <- function(a = NULL, b = NULL, rtol = NULL, atol = NULL, equal_nan = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.allclose")
   .weft_symbol_op("_contrib_allclose", list(a = a, b = b), c(rtol = .weft_param(rtol), atol = .weft_param(atol), equal_nan = .weft_param(equal_nan)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.arange.like <- function(data = NULL, start = NULL, step = NULL, repeat_ = NULL, ctx = NULL, axis = NULL, out = NULL) {
+mx.nd.internal.contrib.arange.like <- function(data = NULL, start = NULL, step = NULL, repeat_ = NULL, ctx = NULL, axis = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.arange.like")
   .weft_nd_invoke("_contrib_arange_like", list(data), c(start = .weft_param(start), step = .weft_param(step), `repeat` = .weft_param(repeat_), ctx = .weft_param(ctx), axis = .weft_param(axis)), NULL, out)
 }
-mx.symbol.internal.contrib.arange.like <- function(data = NULL, start = NULL, step = NULL, repeat_ = NULL, ctx = NULL, axis = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.arange.like <- function(data = NULL, start = NULL, step = NULL, repeat_ = NULL, ctx = NULL, axis = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.arange.like")
   .weft_symbol_op("_contrib_arange_like", list(data = data), c(start = .weft_param(start), step = .weft_param(step), `repeat` = .weft_param(repeat_), ctx = .weft_param(ctx), axis = .weft_param(axis)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.backward.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.contrib.backward.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.backward.gradientmultiplier")
   .weft_nd_invoke("_contrib_backward_gradientmultiplier", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.contrib.backward.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.backward.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.backward.gradientmultiplier")
   .weft_symbol_op("_contrib_backward_gradientmultiplier", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -571,10 +780,12 @@ mx.symbol.internal.contrib.backward.quadratic <- function(ograd = NULL, data = N
   .weft_symbol_op("_contrib_backward_quadratic", list(ograd = ograd, data = data), c(a = .weft_param(a), b = .weft_param(b), c = .weft_param(c)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.bipartite.matching <- function(data = NULL, is_ascend = NULL, threshold, topk = NULL, out = NULL) {
+mx.nd.internal.contrib.bipartite.matching <- function(data = NULL, is_ascend = NULL, threshold, topk = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.bipartite.matching")
   .weft_nd_invoke("_contrib_bipartite_matching", list(data), c(is_ascend = .weft_param(is_ascend), threshold = .weft_param(threshold), topk = .weft_param(topk)), NULL, out)
 }
-mx.symbol.internal.contrib.bipartite.matching <- function(data = NULL, is_ascend = NULL, threshold, topk = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.bipartite.matching <- function(data = NULL, is_ascend = NULL, threshold, topk = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.bipartite.matching")
   .weft_symbol_op("_contrib_bipartite_matching", list(data = data), c(is_ascend = .weft_param(is_ascend), threshold = .weft_param(threshold), topk = .weft_param(topk)), NULL, name, attr)
 }
 
@@ -606,31 +817,48 @@ mx.symbol.internal.contrib.box.iou <- function(lhs = NULL, rhs = NULL, format = 
   .weft_symbol_op("_contrib_box_iou", list(lhs = lhs, rhs = rhs), c(format = .weft_param(format)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.box.nms <- function(data = NULL, overlap_thresh = NULL, valid_thresh = NULL, topk = NULL, coord_start = NULL, score_index = NULL, id_index = NULL, background_id = NULL, force_suppress = NULL, in_format = NULL, out_format = NULL, out = NULL) {
+mx.nd.internal.contrib.box.nms <- function(data = NULL, overlap_thresh = NULL, valid_thresh = NULL, topk = NULL, coord_start = NULL, score_index = NULL, id_index = NULL, background_id = NULL, force_suppress = NULL, in_format = NULL, out_format = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.box.nms")
   .weft_nd_invoke("_contrib_box_nms", list(data), c(overlap_thresh = .weft_param(overlap_thresh), valid_thresh = .weft_param(valid_thresh), topk = .weft_param(topk), coord_start = .weft_param(coord_start), score_index = .weft_param(score_index), id_index = .weft_param(id_index), background_id = .weft_param(background_id), force_suppress = .weft_param(force_suppress), in_format = .weft_param(in_format), out_format = .weft_param(out_format)), NULL, out)
 }
-mx.symbol.internal.contrib.box.nms <- function(data = NULL, overlap_thresh = NULL, valid_thresh = NULL, topk = NULL, coord_start = NULL, score_index = NULL, id_index = NULL, background_id = NULL, force_suppress = NULL, in_format = NULL, out_format = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.box.nms <- function(data = NULL, overlap_thresh = NULL, valid_thresh = NULL, topk = NULL, coord_start = NULL, score_index = NULL, id_index = NULL, background_id = NULL, force_suppress = NULL, in_format = NULL, out_format = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.box.nms")
   .weft_symbol_op("_contrib_box_nms", list(data = data), c(overlap_thresh = .weft_param(overlap_thresh), valid_thresh = .weft_param(valid_thresh), topk = .weft_param(topk), coord_start = .weft_param(coord_start), score_index = .weft_param(score_index), id_index = .weft_param(id_index), background_id = .weft_param(background_id), force_suppress = .weft_param(force_suppress), in_format = .weft_param(in_format), out_format = .weft_param(out_format)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.calibrate.entropy <- function(hist = NULL, hist_edges = NULL, num_quantized_bins = NULL, out = NULL) {
+mx.nd.internal.contrib.box.non.maximum.suppression <- function(data = NULL, overlap_thresh = NULL, valid_thresh = NULL, topk = NULL, coord_start = NULL, score_index = NULL, id_index = NULL, background_id = NULL, force_suppress = NULL, in_format = NULL, out_format = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.box.non.maximum.suppression")
+  .weft_nd_invoke("_contrib_box_nms", list(data), c(overlap_thresh = .weft_param(overlap_thresh), valid_thresh = .weft_param(valid_thresh), topk = .weft_param(topk), coord_start = .weft_param(coord_start), score_index = .weft_param(score_index), id_index = .weft_param(id_index), background_id = .weft_param(background_id), force_suppress = .weft_param(force_suppress), in_format = .weft_param(in_format), out_format = .weft_param(out_format)), NULL, out)
+}
+mx.symbol.internal.contrib.box.non.maximum.suppression <- function(data = NULL, overlap_thresh = NULL, valid_thresh = NULL, topk = NULL, coord_start = NULL, score_index = NULL, id_index = NULL, background_id = NULL, force_suppress = NULL, in_format = NULL, out_format = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.box.non.maximum.suppression")
+  .weft_symbol_op("_contrib_box_nms", list(data = data), c(overlap_thresh = .weft_param(overlap_thresh), valid_thresh = .weft_param(valid_thresh), topk = .weft_param(topk), coord_start = .weft_param(coord_start), score_index = .weft_param(score_index), id_index = .weft_param(id_index), background_id = .weft_param(background_id), force_suppress = .weft_param(force_suppress), in_format = .weft_param(in_format), out_format = .weft_param(out_format)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.calibrate.entropy <- function(hist = NULL, hist_edges = NULL, num_quantized_bins = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.calibrate.entropy")
   .weft_nd_invoke("_contrib_calibrate_entropy", list(hist, hist_edges), c(num_quantized_bins = .weft_param(num_quantized_bins)), NULL, out)
 }
-mx.symbol.internal.contrib.calibrate.entropy <- function(hist = NULL, hist_edges = NULL, num_quantized_bins = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.calibrate.entropy <- function(hist = NULL, hist_edges = NULL, num_quantized_bins = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.calibrate.entropy")
   .weft_symbol_op("_contrib_calibrate_entropy", list(hist = hist, hist_edges = hist_edges), c(num_quantized_bins = .weft_param(num_quantized_bins)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.count.sketch <- function(data = NULL, h = NULL, s = NULL, out_dim, processing_batch_size = NULL, out = NULL) {
+mx.nd.internal.contrib.count.sketch <- function(data = NULL, h = NULL, s = NULL, out_dim, processing_batch_size = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.count.sketch")
   .weft_nd_invoke("_contrib_count_sketch", list(data, h, s), c(out_dim = .weft_param(out_dim), processing_batch_size = .weft_param(processing_batch_size)), NULL, out)
 }
-mx.symbol.internal.contrib.count.sketch <- function(data = NULL, h = NULL, s = NULL, out_dim, processing_batch_size = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.count.sketch <- function(data = NULL, h = NULL, s = NULL, out_dim, processing_batch_size = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.count.sketch")
   .weft_symbol_op("_contrib_count_sketch", list(data = data, h = h, s = s), c(out_dim = .weft_param(out_dim), processing_batch_size = .weft_param(processing_batch_size)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.dequantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, out = NULL) {
+mx.nd.internal.contrib.dequantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.dequantize")
   .weft_nd_invoke("_contrib_dequantize", list(data, min_range, max_range), c(out_type = .weft_param(out_type)), NULL, out)
 }
-mx.symbol.internal.contrib.dequantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.dequantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.dequantize")
   .weft_symbol_op("_contrib_dequantize", list(data = data, min_range = min_range, max_range = max_range), c(out_type = .weft_param(out_type)), NULL, name, attr)
 }
 
@@ -683,10 +911,12 @@ mx.symbol.internal.contrib.edge.id <- function(data = NULL, u = NULL, v = NULL, 
   .weft_symbol_op("_contrib_edge_id", list(data = data, u = u, v = v), c(), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.fft <- function(data = NULL, compute_size = NULL, out = NULL) {
+mx.nd.internal.contrib.fft <- function(data = NULL, compute_size = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.fft")
   .weft_nd_invoke("_contrib_fft", list(data), c(compute_size = .weft_param(compute_size)), NULL, out)
 }
-mx.symbol.internal.contrib.fft <- function(data = NULL, compute_size = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.fft <- function(data = NULL, compute_size = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.fft")
   .weft_symbol_op("_contrib_fft", list(data = data), c(compute_size = .weft_param(compute_size)), NULL, name, attr)
 }
 
@@ -697,17 +927,21 @@ mx.symbol.internal.contrib.getnnz <- function(data = NULL, axis = NULL, name = N
   .weft_symbol_op("_contrib_getnnz", list(data = data), c(axis = .weft_param(axis)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.contrib.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.gradientmultiplier")
   .weft_nd_invoke("_contrib_gradientmultiplier", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.contrib.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.gradientmultiplier")
   .weft_symbol_op("_contrib_gradientmultiplier", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.group.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr, rescale_grad = NULL, clip_gradient = NULL, epsilon = NULL, out = NULL) {
+mx.nd.internal.contrib.group.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr, rescale_grad = NULL, clip_gradient = NULL, epsilon = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.group.adagrad.update")
   .weft_nd_invoke("_contrib_group_adagrad_update", list(weight, grad, history), c(lr = .weft_param(lr), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), epsilon = .weft_param(epsilon)), NULL, out)
 }
-mx.symbol.internal.contrib.group.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr, rescale_grad = NULL, clip_gradient = NULL, epsilon = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.group.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr, rescale_grad = NULL, clip_gradient = NULL, epsilon = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.group.adagrad.update")
   .weft_symbol_op("_contrib_group_adagrad_update", list(weight = weight, grad = grad, history = history), c(lr = .weft_param(lr), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), epsilon = .weft_param(epsilon)), NULL, name, attr)
 }
 
@@ -718,10 +952,12 @@ mx.symbol.internal.contrib.hawkesll <- function(lda = NULL, alpha = NULL, beta =
   .weft_symbol_op("_contrib_hawkesll", list(lda = lda, alpha = alpha, beta = beta, state = state, lags = lags, marks = marks, valid_length = valid_length, max_time = max_time), c(), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.ifft <- function(data = NULL, compute_size = NULL, out = NULL) {
+mx.nd.internal.contrib.ifft <- function(data = NULL, compute_size = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.ifft")
   .weft_nd_invoke("_contrib_ifft", list(data), c(compute_size = .weft_param(compute_size)), NULL, out)
 }
-mx.symbol.internal.contrib.ifft <- function(data = NULL, compute_size = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.ifft <- function(data = NULL, compute_size = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.ifft")
   .weft_symbol_op("_contrib_ifft", list(data = data), c(compute_size = .weft_param(compute_size)), NULL, name, attr)
 }
 
@@ -767,10 +1003,12 @@ mx.symbol.internal.contrib.interleaved.matmul.selfatt.valatt <- function(queries
   .weft_symbol_op("_contrib_interleaved_matmul_selfatt_valatt", list(queries_keys_values = queries_keys_values, attention = attention), c(heads = .weft_param(heads)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.intgemm.fully.connected <- function(data = NULL, weight = NULL, scaling = NULL, bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, out_type = NULL, out = NULL) {
+mx.nd.internal.contrib.intgemm.fully.connected <- function(data = NULL, weight = NULL, scaling = NULL, bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, out_type = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.intgemm.fully.connected")
   .weft_nd_invoke("_contrib_intgemm_fully_connected", list(data, weight, scaling, bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten), out_type = .weft_param(out_type)), NULL, out)
 }
-mx.symbol.internal.contrib.intgemm.fully.connected <- function(data = NULL, weight = NULL, scaling = NULL, bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, out_type = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.intgemm.fully.connected <- function(data = NULL, weight = NULL, scaling = NULL, bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, out_type = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.intgemm.fully.connected")
   .weft_symbol_op("_contrib_intgemm_fully_connected", list(data = data, weight = weight, scaling = scaling, bias = bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten), out_type = .weft_param(out_type)), NULL, name, attr)
 }
 
@@ -788,10 +1026,12 @@ mx.symbol.internal.contrib.intgemm.prepare.data <- function(data = NULL, maxabs 
   .weft_symbol_op("_contrib_intgemm_prepare_data", list(data = data, maxabs = maxabs), c(), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.intgemm.prepare.weight <- function(weight = NULL, maxabs = NULL, already_quantized = NULL, out = NULL) {
+mx.nd.internal.contrib.intgemm.prepare.weight <- function(weight = NULL, maxabs = NULL, already_quantized = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.intgemm.prepare.weight")
   .weft_nd_invoke("_contrib_intgemm_prepare_weight", list(weight, maxabs), c(already_quantized = .weft_param(already_quantized)), NULL, out)
 }
-mx.symbol.internal.contrib.intgemm.prepare.weight <- function(weight = NULL, maxabs = NULL, already_quantized = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.intgemm.prepare.weight <- function(weight = NULL, maxabs = NULL, already_quantized = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.intgemm.prepare.weight")
   .weft_symbol_op("_contrib_intgemm_prepare_weight", list(weight = weight, maxabs = maxabs), c(already_quantized = .weft_param(already_quantized)), NULL, name, attr)
 }
 
@@ -809,38 +1049,48 @@ mx.symbol.internal.contrib.quadratic <- function(data = NULL, a = NULL, b = NULL
   .weft_symbol_op("_contrib_quadratic", list(data = data), c(a = .weft_param(a), b = .weft_param(b), c = .weft_param(c)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.quantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, out = NULL) {
+mx.nd.internal.contrib.quantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.quantize")
   .weft_nd_invoke("_contrib_quantize", list(data, min_range, max_range), c(out_type = .weft_param(out_type)), NULL, out)
 }
-mx.symbol.internal.contrib.quantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.quantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.quantize")
   .weft_symbol_op("_contrib_quantize", list(data = data, min_range = min_range, max_range = max_range), c(out_type = .weft_param(out_type)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.quantize.asym <- function(data = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+mx.nd.internal.contrib.quantize.asym <- function(data = NULL, min_calib_range = NULL, max_calib_range = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.quantize.asym")
   .weft_nd_invoke("_contrib_quantize_asym", list(data), c(min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
 }
-mx.symbol.internal.contrib.quantize.asym <- function(data = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.quantize.asym <- function(data = NULL, min_calib_range = NULL, max_calib_range = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.quantize.asym")
   .weft_symbol_op("_contrib_quantize_asym", list(data = data), c(min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.quantize.v2 <- function(data = NULL, out_type = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+mx.nd.internal.contrib.quantize.v2 <- function(data = NULL, out_type = NULL, min_calib_range = NULL, max_calib_range = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.quantize.v2")
   .weft_nd_invoke("_contrib_quantize_v2", list(data), c(out_type = .weft_param(out_type), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
 }
-mx.symbol.internal.contrib.quantize.v2 <- function(data = NULL, out_type = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.quantize.v2 <- function(data = NULL, out_type = NULL, min_calib_range = NULL, max_calib_range = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.quantize.v2")
   .weft_symbol_op("_contrib_quantize_v2", list(data = data), c(out_type = .weft_param(out_type), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.quantized.act <- function(data = NULL, min_data = NULL, max_data = NULL, act_type, out = NULL) {
+mx.nd.internal.contrib.quantized.act <- function(data = NULL, min_data = NULL, max_data = NULL, act_type, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.quantized.act")
   .weft_nd_invoke("_contrib_quantized_act", list(data, min_data, max_data), c(act_type = .weft_param(act_type)), NULL, out)
 }
-mx.symbol.internal.contrib.quantized.act <- function(data = NULL, min_data = NULL, max_data = NULL, act_type, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.quantized.act <- function(data = NULL, min_data = NULL, max_data = NULL, act_type, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.quantized.act")
   .weft_symbol_op("_contrib_quantized_act", list(data = data, min_data = min_data, max_data = max_data), c(act_type = .weft_param(act_type)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.quantized.batch.norm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, min_data = NULL, max_data = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+mx.nd.internal.contrib.quantized.batch.norm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, min_data = NULL, max_data = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.quantized.batch.norm")
   .weft_nd_invoke("_contrib_quantized_batch_norm", list(data, gamma, beta, moving_mean, moving_var, min_data, max_data), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
 }
-mx.symbol.internal.contrib.quantized.batch.norm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, min_data = NULL, max_data = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.quantized.batch.norm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, min_data = NULL, max_data = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.quantized.batch.norm")
   .weft_symbol_op("_contrib_quantized_batch_norm", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var, min_data = min_data, max_data = max_data), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
 }
 
@@ -851,31 +1101,39 @@ mx.symbol.internal.contrib.quantized.concat <- function(..., num_args, dim = NUL
   .weft_symbol_op("_contrib_quantized_concat", .weft_dots(...), c(num_args = .weft_param(num_args), dim = .weft_param(dim)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.quantized.conv <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, sum = NULL, min_sum = NULL, max_sum = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, enable_float_output = NULL, with_sum = NULL, channel_wise = NULL, out = NULL) {
+mx.nd.internal.contrib.quantized.conv <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, sum = NULL, min_sum = NULL, max_sum = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, enable_float_output = NULL, with_sum = NULL, channel_wise = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.quantized.conv")
   .weft_nd_invoke("_contrib_quantized_conv", list(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias, sum, min_sum, max_sum), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), with_relu = .weft_param(with_relu), enable_float_output = .weft_param(enable_float_output), with_sum = .weft_param(with_sum), channel_wise = .weft_param(channel_wise)), NULL, out)
 }
-mx.symbol.internal.contrib.quantized.conv <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, sum = NULL, min_sum = NULL, max_sum = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, enable_float_output = NULL, with_sum = NULL, channel_wise = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.quantized.conv <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, sum = NULL, min_sum = NULL, max_sum = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, enable_float_output = NULL, with_sum = NULL, channel_wise = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.quantized.conv")
   .weft_symbol_op("_contrib_quantized_conv", list(data = data, weight = weight, bias = bias, min_data = min_data, max_data = max_data, min_weight = min_weight, max_weight = max_weight, min_bias = min_bias, max_bias = max_bias, sum = sum, min_sum = min_sum, max_sum = max_sum), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), with_relu = .weft_param(with_relu), enable_float_output = .weft_param(enable_float_output), with_sum = .weft_param(with_sum), channel_wise = .weft_param(channel_wise)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.quantized.elemwise.add <- function(lhs = NULL, rhs = NULL, lhs_min = NULL, lhs_max = NULL, rhs_min = NULL, rhs_max = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+mx.nd.internal.contrib.quantized.elemwise.add <- function(lhs = NULL, rhs = NULL, lhs_min = NULL, lhs_max = NULL, rhs_min = NULL, rhs_max = NULL, min_calib_range = NULL, max_calib_range = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.quantized.elemwise.add")
   .weft_nd_invoke("_contrib_quantized_elemwise_add", list(lhs, rhs, lhs_min, lhs_max, rhs_min, rhs_max), c(min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
 }
-mx.symbol.internal.contrib.quantized.elemwise.add <- function(lhs = NULL, rhs = NULL, lhs_min = NULL, lhs_max = NULL, rhs_min = NULL, rhs_max = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.quantized.elemwise.add <- function(lhs = NULL, rhs = NULL, lhs_min = NULL, lhs_max = NULL, rhs_min = NULL, rhs_max = NULL, min_calib_range = NULL, max_calib_range = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.quantized.elemwise.add")
   .weft_symbol_op("_contrib_quantized_elemwise_add", list(lhs = lhs, rhs = rhs, lhs_min = lhs_min, lhs_max = lhs_max, rhs_min = rhs_min, rhs_max = rhs_max), c(min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.quantized.elemwise.mul <- function(lhs = NULL, rhs = NULL, lhs_min = NULL, lhs_max = NULL, rhs_min = NULL, rhs_max = NULL, min_calib_range = NULL, max_calib_range = NULL, enable_float_output = NULL, out = NULL) {
+mx.nd.internal.contrib.quantized.elemwise.mul <- function(lhs = NULL, rhs = NULL, lhs_min = NULL, lhs_max = NULL, rhs_min = NULL, rhs_max = NULL, min_calib_range = NULL, max_calib_range = NULL, enable_float_output = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.quantized.elemwise.mul")
   .weft_nd_invoke("_contrib_quantized_elemwise_mul", list(lhs, rhs, lhs_min, lhs_max, rhs_min, rhs_max), c(min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), enable_float_output = .weft_param(enable_float_output)), NULL, out)
 }
-mx.symbol.internal.contrib.quantized.elemwise.mul <- function(lhs = NULL, rhs = NULL, lhs_min = NULL, lhs_max = NULL, rhs_min = NULL, rhs_max = NULL, min_calib_range = NULL, max_calib_range = NULL, enable_float_output = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.quantized.elemwise.mul <- function(lhs = NULL, rhs = NULL, lhs_min = NULL, lhs_max = NULL, rhs_min = NULL, rhs_max = NULL, min_calib_range = NULL, max_calib_range = NULL, enable_float_output = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.quantized.elemwise.mul")
   .weft_symbol_op("_contrib_quantized_elemwise_mul", list(lhs = lhs, rhs = rhs, lhs_min = lhs_min, lhs_max = lhs_max, rhs_min = rhs_min, rhs_max = rhs_max), c(min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), enable_float_output = .weft_param(enable_float_output)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.quantized.embedding <- function(data = NULL, weight = NULL, min_weight = NULL, max_weight = NULL, input_dim, output_dim, dtype = NULL, sparse_grad = NULL, out = NULL) {
+mx.nd.internal.contrib.quantized.embedding <- function(data = NULL, weight = NULL, min_weight = NULL, max_weight = NULL, input_dim, output_dim, dtype = NULL, sparse_grad = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.quantized.embedding")
   .weft_nd_invoke("_contrib_quantized_embedding", list(data, weight, min_weight, max_weight), c(input_dim = .weft_param(input_dim), output_dim = .weft_param(output_dim), dtype = .weft_param(dtype), sparse_grad = .weft_param(sparse_grad)), NULL, out)
 }
-mx.symbol.internal.contrib.quantized.embedding <- function(data = NULL, weight = NULL, min_weight = NULL, max_weight = NULL, input_dim, output_dim, dtype = NULL, sparse_grad = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.quantized.embedding <- function(data = NULL, weight = NULL, min_weight = NULL, max_weight = NULL, input_dim, output_dim, dtype = NULL, sparse_grad = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.quantized.embedding")
   .weft_symbol_op("_contrib_quantized_embedding", list(data = data, weight = weight, min_weight = min_weight, max_weight = max_weight), c(input_dim = .weft_param(input_dim), output_dim = .weft_param(output_dim), dtype = .weft_param(dtype), sparse_grad = .weft_param(sparse_grad)), NULL, name, attr)
 }
 
@@ -886,31 +1144,39 @@ mx.symbol.internal.contrib.quantized.flatten <- function(data = NULL, min_data =
   .weft_symbol_op("_contrib_quantized_flatten", list(data = data, min_data = min_data, max_data = max_data), c(), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.quantized.fully.connected <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, enable_float_output = NULL, channel_wise = NULL, out = NULL) {
+mx.nd.internal.contrib.quantized.fully.connected <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, enable_float_output = NULL, channel_wise = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.quantized.fully.connected")
   .weft_nd_invoke("_contrib_quantized_fully_connected", list(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), with_relu = .weft_param(with_relu), enable_float_output = .weft_param(enable_float_output), channel_wise = .weft_param(channel_wise)), NULL, out)
 }
-mx.symbol.internal.contrib.quantized.fully.connected <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, enable_float_output = NULL, channel_wise = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.quantized.fully.connected <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, enable_float_output = NULL, channel_wise = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.quantized.fully.connected")
   .weft_symbol_op("_contrib_quantized_fully_connected", list(data = data, weight = weight, bias = bias, min_data = min_data, max_data = max_data, min_weight = min_weight, max_weight = max_weight, min_bias = min_bias, max_bias = max_bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), with_relu = .weft_param(with_relu), enable_float_output = .weft_param(enable_float_output), channel_wise = .weft_param(channel_wise)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.quantized.pooling <- function(data = NULL, min_data = NULL, max_data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, cudnn_off = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, p_value = NULL, count_include_pad = NULL, layout = NULL, out = NULL) {
+mx.nd.internal.contrib.quantized.pooling <- function(data = NULL, min_data = NULL, max_data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, cudnn_off = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, p_value = NULL, count_include_pad = NULL, layout = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.quantized.pooling")
   .weft_nd_invoke("_contrib_quantized_pooling", list(data, min_data, max_data), c(kernel = .weft_shape_param(kernel), pool_type = .weft_param(pool_type), global_pool = .weft_param(global_pool), cudnn_off = .weft_param(cudnn_off), pooling_convention = .weft_param(pooling_convention), stride = .weft_shape_param(stride), pad = .weft_shape_param(pad), p_value = .weft_param(p_value), count_include_pad = .weft_param(count_include_pad), layout = .weft_param(layout)), NULL, out)
 }
-mx.symbol.internal.contrib.quantized.pooling <- function(data = NULL, min_data = NULL, max_data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, cudnn_off = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, p_value = NULL, count_include_pad = NULL, layout = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.quantized.pooling <- function(data = NULL, min_data = NULL, max_data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, cudnn_off = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, p_value = NULL, count_include_pad = NULL, layout = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.quantized.pooling")
   .weft_symbol_op("_contrib_quantized_pooling", list(data = data, min_data = min_data, max_data = max_data), c(kernel = .weft_shape_param(kernel), pool_type = .weft_param(pool_type), global_pool = .weft_param(global_pool), cudnn_off = .weft_param(cudnn_off), pooling_convention = .weft_param(pooling_convention), stride = .weft_shape_param(stride), pad = .weft_shape_param(pad), p_value = .weft_param(p_value), count_include_pad = .weft_param(count_include_pad), layout = .weft_param(layout)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.quantized.rnn <- function(data = NULL, parameters = NULL, state = NULL, state_cell = NULL, min_data = NULL, max_data = NULL, state_size, num_layers, bidirectional = NULL, mode, p = NULL, state_outputs = NULL, projection_size = NULL, lstm_state_clip_min = NULL, lstm_state_clip_max = NULL, lstm_state_clip_nan = NULL, use_sequence_length = NULL, quantized = NULL, out = NULL) {
+mx.nd.internal.contrib.quantized.rnn <- function(data = NULL, parameters = NULL, state = NULL, state_cell = NULL, min_data = NULL, max_data = NULL, state_size, num_layers, bidirectional = NULL, mode, p = NULL, state_outputs = NULL, projection_size = NULL, lstm_state_clip_min = NULL, lstm_state_clip_max = NULL, lstm_state_clip_nan = NULL, use_sequence_length = NULL, quantized = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.quantized.rnn")
   .weft_nd_invoke("_contrib_quantized_rnn", list(data, parameters, state, state_cell, min_data, max_data), c(state_size = .weft_param(state_size), num_layers = .weft_param(num_layers), bidirectional = .weft_param(bidirectional), mode = .weft_param(mode), p = .weft_param(p), state_outputs = .weft_param(state_outputs), projection_size = .weft_param(projection_size), lstm_state_clip_min = .weft_param(lstm_state_clip_min), lstm_state_clip_max = .weft_param(lstm_state_clip_max), lstm_state_clip_nan = .weft_param(lstm_state_clip_nan), use_sequence_length = .weft_param(use_sequence_length), quantized = .weft_param(quantized)), NULL, out)
 }
-mx.symbol.internal.contrib.quantized.rnn <- function(data = NULL, parameters = NULL, state = NULL, state_cell = NULL, min_data = NULL, max_data = NULL, state_size, num_layers, bidirectional = NULL, mode, p = NULL, state_outputs = NULL, projection_size = NULL, lstm_state_clip_min = NULL, lstm_state_clip_max = NULL, lstm_state_clip_nan = NULL, use_sequence_length = NULL, quantized = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.quantized.rnn <- function(data = NULL, parameters = NULL, state = NULL, state_cell = NULL, min_data = NULL, max_data = NULL, state_size, num_layers, bidirectional = NULL, mode, p = NULL, state_outputs = NULL, projection_size = NULL, lstm_state_clip_min = NULL, lstm_state_clip_max = NULL, lstm_state_clip_nan = NULL, use_sequence_length = NULL, quantized = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.quantized.rnn")
   .weft_symbol_op("_contrib_quantized_rnn", list(data = data, parameters = parameters, state = state, state_cell = state_cell, min_data = min_data, max_data = max_data), c(state_size = .weft_param(state_size), num_layers = .weft_param(num_layers), bidirectional = .weft_param(bidirectional), mode = .weft_param(mode), p = .weft_param(p), state_outputs = .weft_param(state_outputs), projection_size = .weft_param(projection_size), lstm_state_clip_min = .weft_param(lstm_state_clip_min), lstm_state_clip_max = .weft_param(lstm_state_clip_max), lstm_state_clip_nan = .weft_param(lstm_state_clip_nan), use_sequence_length = .weft_param(use_sequence_length), quantized = .weft_param(quantized)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.requantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+mx.nd.internal.contrib.requantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, min_calib_range = NULL, max_calib_range = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.contrib.requantize")
   .weft_nd_invoke("_contrib_requantize", list(data, min_range, max_range), c(out_type = .weft_param(out_type), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
 }
-mx.symbol.internal.contrib.requantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.contrib.requantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, min_calib_range = NULL, max_calib_range = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.contrib.requantize")
   .weft_symbol_op("_contrib_requantize", list(data = data, min_range = min_range, max_range = max_range), c(out_type = .weft_param(out_type), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
 }
 
@@ -921,10 +1187,24 @@ mx.symbol.internal.contrib.round.ste <- function(data = NULL, name = NULL, attr 
   .weft_symbol_op("_contrib_round_ste", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse..contrib.round.ste <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_round_ste", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse..contrib.round.ste <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_round_ste", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.sign.ste <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_sign_ste", list(data), c(), NULL, out)
 }
 mx.symbol.internal.contrib.sign.ste <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_sign_ste", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse..contrib.sign.ste <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_sign_ste", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse..contrib.sign.ste <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_contrib_sign_ste", list(data = data), c(), NULL, name, attr)
 }
 
@@ -942,10 +1222,21 @@ mx.symbol.identity <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_copy", list(data = data), c(), NULL, name, attr)
 }
 
-mx.nd.internal.div.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.div.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.div.scalar")
   .weft_nd_invoke("_div_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.div.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.div.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.div.scalar")
+  .weft_symbol_op("_div_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.DivScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.DivScalar")
+  .weft_nd_invoke("_div_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.DivScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.DivScalar")
   .weft_symbol_op("_div_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -956,10 +1247,28 @@ mx.symbol.internal.equal <- function(lhs = NULL, rhs = NULL, name = NULL, attr =
   .weft_symbol_op("_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
-mx.nd.internal.equal.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.Equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_equal", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Equal <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.equal.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.equal.scalar")
   .weft_nd_invoke("_equal_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.equal.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.equal.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.equal.scalar")
+  .weft_symbol_op("_equal_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.EqualScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.EqualScalar")
+  .weft_nd_invoke("_equal_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.EqualScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.EqualScalar")
   .weft_symbol_op("_equal_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -998,6 +1307,13 @@ mx.symbol.internal.greater <- function(lhs = NULL, rhs = NULL, name = NULL, attr
   .weft_symbol_op("_greater", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
+mx.nd.internal.Greater <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_greater", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Greater <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_greater", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
 mx.nd.internal.greater.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("_greater_equal", list(lhs, rhs), c(), NULL, out)
 }
@@ -1005,24 +1321,55 @@ mx.symbol.internal.greater.equal <- function(lhs = NULL, rhs = NULL, name = NULL
   .weft_symbol_op("_greater_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
-mx.nd.internal.greater.equal.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.Greater.Equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_greater_equal", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Greater.Equal <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_greater_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.greater.equal.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.greater.equal.scalar")
   .weft_nd_invoke("_greater_equal_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.greater.equal.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.greater.equal.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.greater.equal.scalar")
   .weft_symbol_op("_greater_equal_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
-mx.nd.internal.greater.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.GreaterEqualScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.GreaterEqualScalar")
+  .weft_nd_invoke("_greater_equal_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.GreaterEqualScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.GreaterEqualScalar")
+  .weft_symbol_op("_greater_equal_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.greater.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.greater.scalar")
   .weft_nd_invoke("_greater_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.greater.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.greater.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.greater.scalar")
   .weft_symbol_op("_greater_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
-mx.nd.internal.histogram <- function(data = NULL, bins = NULL, bin_cnt = NULL, range = NULL, out = NULL) {
+mx.nd.internal.GreaterScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.GreaterScalar")
+  .weft_nd_invoke("_greater_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.GreaterScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.GreaterScalar")
+  .weft_symbol_op("_greater_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.histogram <- function(data = NULL, bins = NULL, bin_cnt = NULL, range = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.histogram")
   .weft_nd_invoke("_histogram", list(data, bins), c(bin_cnt = .weft_param(bin_cnt), range = .weft_shape_param(range)), NULL, out)
 }
-mx.symbol.internal.histogram <- function(data = NULL, bins = NULL, bin_cnt = NULL, range = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.histogram <- function(data = NULL, bins = NULL, bin_cnt = NULL, range = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.histogram")
   .weft_symbol_op("_histogram", list(data = data, bins = bins), c(bin_cnt = .weft_param(bin_cnt), range = .weft_shape_param(range)), NULL, name, attr)
 }
 
@@ -1033,10 +1380,28 @@ mx.symbol.internal.hypot <- function(lhs = NULL, rhs = NULL, name = NULL, attr =
   .weft_symbol_op("_hypot", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
-mx.nd.internal.hypot.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.Hypot <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_hypot", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Hypot <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_hypot", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.hypot.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.hypot.scalar")
   .weft_nd_invoke("_hypot_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.hypot.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.hypot.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.hypot.scalar")
+  .weft_symbol_op("_hypot_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.HypotScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.HypotScalar")
+  .weft_nd_invoke("_hypot_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.HypotScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.HypotScalar")
   .weft_symbol_op("_hypot_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1082,10 +1447,12 @@ mx.symbol.internal.image.normalize <- function(data = NULL, mean = NULL, std = N
   .weft_symbol_op("_image_normalize", list(data = data), c(mean = .weft_shape_param(mean), std = .weft_shape_param(std)), NULL, name, attr)
 }
 
-mx.nd.internal.image.random.brightness <- function(data = NULL, min_factor, max_factor, out = NULL) {
+mx.nd.internal.image.random.brightness <- function(data = NULL, min_factor, max_factor, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.image.random.brightness")
   .weft_nd_invoke("_image_random_brightness", list(data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, out)
 }
-mx.symbol.internal.image.random.brightness <- function(data = NULL, min_factor, max_factor, name = NULL, attr = NULL) {
+mx.symbol.internal.image.random.brightness <- function(data = NULL, min_factor, max_factor, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.image.random.brightness")
   .weft_symbol_op("_image_random_brightness", list(data = data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, name, attr)
 }
 
@@ -1096,10 +1463,12 @@ mx.symbol.internal.image.random.color.jitter <- function(data = NULL, brightness
   .weft_symbol_op("_image_random_color_jitter", list(data = data), c(brightness = .weft_param(brightness), contrast = .weft_param(contrast), saturation = .weft_param(saturation), hue = .weft_param(hue)), NULL, name, attr)
 }
 
-mx.nd.internal.image.random.contrast <- function(data = NULL, min_factor, max_factor, out = NULL) {
+mx.nd.internal.image.random.contrast <- function(data = NULL, min_factor, max_factor, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.image.random.contrast")
   .weft_nd_invoke("_image_random_contrast", list(data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, out)
 }
-mx.symbol.internal.image.random.contrast <- function(data = NULL, min_factor, max_factor, name = NULL, attr = NULL) {
+mx.symbol.internal.image.random.contrast <- function(data = NULL, min_factor, max_factor, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.image.random.contrast")
   .weft_symbol_op("_image_random_contrast", list(data = data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, name, attr)
 }
 
@@ -1117,31 +1486,39 @@ mx.symbol.internal.image.random.flip.top.bottom <- function(data = NULL, name = 
   .weft_symbol_op("_image_random_flip_top_bottom", list(data = data), c(), NULL, name, attr)
 }
 
-mx.nd.internal.image.random.hue <- function(data = NULL, min_factor, max_factor, out = NULL) {
+mx.nd.internal.image.random.hue <- function(data = NULL, min_factor, max_factor, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.image.random.hue")
   .weft_nd_invoke("_image_random_hue", list(data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, out)
 }
-mx.symbol.internal.image.random.hue <- function(data = NULL, min_factor, max_factor, name = NULL, attr = NULL) {
+mx.symbol.internal.image.random.hue <- function(data = NULL, min_factor, max_factor, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.image.random.hue")
   .weft_symbol_op("_image_random_hue", list(data = data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, name, attr)
 }
 
-mx.nd.internal.image.random.lighting <- function(data = NULL, alpha_std = NULL, out = NULL) {
+mx.nd.internal.image.random.lighting <- function(data = NULL, alpha_std = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.image.random.lighting")
   .weft_nd_invoke("_image_random_lighting", list(data), c(alpha_std = .weft_param(alpha_std)), NULL, out)
 }
-mx.symbol.internal.image.random.lighting <- function(data = NULL, alpha_std = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.image.random.lighting <- function(data = NULL, alpha_std = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.image.random.lighting")
   .weft_symbol_op("_image_random_lighting", list(data = data), c(alpha_std = .weft_param(alpha_std)), NULL, name, attr)
 }
 
-mx.nd.internal.image.random.saturation <- function(data = NULL, min_factor, max_factor, out = NULL) {
+mx.nd.internal.image.random.saturation <- function(data = NULL, min_factor, max_factor, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.image.random.saturation")
   .weft_nd_invoke("_image_random_saturation", list(data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, out)
 }
-mx.symbol.internal.image.random.saturation <- function(data = NULL, min_factor, max_factor, name = NULL, attr = NULL) {
+mx.symbol.internal.image.random.saturation <- function(data = NULL, min_factor, max_factor, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.image.random.saturation")
   .weft_symbol_op("_image_random_saturation", list(data = data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, name, attr)
 }
 
-mx.nd.internal.image.resize <- function(data = NULL, size = NULL, keep_ratio = NULL, interp = NULL, out = NULL) {
+mx.nd.internal.image.resize <- function(data = NULL, size = NULL, keep_ratio = NULL, interp = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.image.resize")
   .weft_nd_invoke("_image_resize", list(data), c(size = .weft_shape_param(size), keep_ratio = .weft_param(keep_ratio), interp = .weft_param(interp)), NULL, out)
 }
-mx.symbol.internal.image.resize <- function(data = NULL, size = NULL, keep_ratio = NULL, interp = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.image.resize <- function(data = NULL, size = NULL, keep_ratio = NULL, interp = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.image.resize")
   .weft_symbol_op("_image_resize", list(data = data), c(size = .weft_shape_param(size), keep_ratio = .weft_param(keep_ratio), interp = .weft_param(interp)), NULL, name, attr)
 }
 
@@ -1159,6 +1536,13 @@ mx.symbol.internal.lesser <- function(lhs = NULL, rhs = NULL, name = NULL, attr 
   .weft_symbol_op("_lesser", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
+mx.nd.internal.Lesser <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_lesser", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Lesser <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_lesser", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
 mx.nd.internal.lesser.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("_lesser_equal", list(lhs, rhs), c(), NULL, out)
 }
@@ -1166,17 +1550,46 @@ mx.symbol.internal.lesser.equal <- function(lhs = NULL, rhs = NULL, name = NULL,
   .weft_symbol_op("_lesser_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
-mx.nd.internal.lesser.equal.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.Lesser.Equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_lesser_equal", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Lesser.Equal <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_lesser_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.lesser.equal.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.lesser.equal.scalar")
   .weft_nd_invoke("_lesser_equal_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.lesser.equal.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.lesser.equal.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.lesser.equal.scalar")
   .weft_symbol_op("_lesser_equal_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
-mx.nd.internal.lesser.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.LesserEqualScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.LesserEqualScalar")
+  .weft_nd_invoke("_lesser_equal_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.LesserEqualScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.LesserEqualScalar")
+  .weft_symbol_op("_lesser_equal_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.lesser.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.lesser.scalar")
   .weft_nd_invoke("_lesser_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.lesser.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.lesser.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.lesser.scalar")
+  .weft_symbol_op("_lesser_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.LesserScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.LesserScalar")
+  .weft_nd_invoke("_lesser_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.LesserScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.LesserScalar")
   .weft_symbol_op("_lesser_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1187,12 +1600,20 @@ mx.symbol.internal.linalg.det <- function(A = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_det", list(A = A), c(), NULL, name, attr)
 }
 
+mx.nd.internal.npi.det <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_det", list(A), c(), NULL, out)
+}
+mx.symbol.internal.npi.det <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_det", list(A = A), c(), NULL, name, attr)
+}
+
 mx.nd.linalg.det <- function(A = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_det", list(A), c(), NULL, out)
 }
 mx.symbol.linalg.det <- function(A = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_det", list(A = A), c(), NULL, name, attr)
 }
+mx.symbol.linalg_det <- mx.symbol.linalg.det
 
 mx.nd.internal.linalg.extractdiag <- function(A = NULL, offset = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_extractdiag", list(A), c(offset = .weft_param(offset)), NULL, out)
@@ -1207,6 +1628,7 @@ mx.nd.linalg.extractdiag <- function(A = NULL, offset = NULL, out = NULL) {
 mx.symbol.linalg.extractdiag <- function(A = NULL, offset = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_extractdiag", list(A = A), c(offset = .weft_param(offset)), NULL, name, attr)
 }
+mx.symbol.linalg_extractdiag <- mx.symbol.linalg.extractdiag
 
 mx.nd.internal.linalg.extracttrian <- function(A = NULL, offset = NULL, lower = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_extracttrian", list(A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, out)
@@ -1221,6 +1643,7 @@ mx.nd.linalg.extracttrian <- function(A = NULL, offset = NULL, lower = NULL, out
 mx.symbol.linalg.extracttrian <- function(A = NULL, offset = NULL, lower = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_extracttrian", list(A = A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, name, attr)
 }
+mx.symbol.linalg_extracttrian <- mx.symbol.linalg.extracttrian
 
 mx.nd.internal.linalg.gelqf <- function(A = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_gelqf", list(A), c(), NULL, out)
@@ -1235,39 +1658,57 @@ mx.nd.linalg.gelqf <- function(A = NULL, out = NULL) {
 mx.symbol.linalg.gelqf <- function(A = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_gelqf", list(A = A), c(), NULL, name, attr)
 }
+mx.symbol.linalg_gelqf <- mx.symbol.linalg.gelqf
 
-mx.nd.internal.linalg.gemm <- function(A = NULL, B = NULL, C = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, beta = NULL, axis = NULL, out = NULL) {
+mx.nd.internal.linalg.gemm <- function(A = NULL, B = NULL, C = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, beta = NULL, axis = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.linalg.gemm")
   .weft_nd_invoke("_linalg_gemm", list(A, B, C), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), beta = .weft_param(beta), axis = .weft_param(axis)), NULL, out)
 }
-mx.symbol.internal.linalg.gemm <- function(A = NULL, B = NULL, C = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, beta = NULL, axis = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.linalg.gemm <- function(A = NULL, B = NULL, C = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, beta = NULL, axis = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.linalg.gemm")
   .weft_symbol_op("_linalg_gemm", list(A = A, B = B, C = C), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), beta = .weft_param(beta), axis = .weft_param(axis)), NULL, name, attr)
 }
 
-mx.nd.linalg.gemm <- function(A = NULL, B = NULL, C = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, beta = NULL, axis = NULL, out = NULL) {
+mx.nd.linalg.gemm <- function(A = NULL, B = NULL, C = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, beta = NULL, axis = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.linalg.gemm")
   .weft_nd_invoke("_linalg_gemm", list(A, B, C), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), beta = .weft_param(beta), axis = .weft_param(axis)), NULL, out)
 }
-mx.symbol.linalg.gemm <- function(A = NULL, B = NULL, C = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, beta = NULL, axis = NULL, name = NULL, attr = NULL) {
+mx.symbol.linalg.gemm <- function(A = NULL, B = NULL, C = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, beta = NULL, axis = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.linalg.gemm")
   .weft_symbol_op("_linalg_gemm", list(A = A, B = B, C = C), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), beta = .weft_param(beta), axis = .weft_param(axis)), NULL, name, attr)
 }
+mx.symbol.linalg_gemm <- mx.symbol.linalg.gemm
 
-mx.nd.internal.linalg.gemm2 <- function(A = NULL, B = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, axis = NULL, out = NULL) {
+mx.nd.internal.linalg.gemm2 <- function(A = NULL, B = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, axis = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.linalg.gemm2")
   .weft_nd_invoke("_linalg_gemm2", list(A, B), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), axis = .weft_param(axis)), NULL, out)
 }
-mx.symbol.internal.linalg.gemm2 <- function(A = NULL, B = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, axis = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.linalg.gemm2 <- function(A = NULL, B = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, axis = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.linalg.gemm2")
   .weft_symbol_op("_linalg_gemm2", list(A = A, B = B), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), axis = .weft_param(axis)), NULL, name, attr)
 }
 
-mx.nd.linalg.gemm2 <- function(A = NULL, B = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, axis = NULL, out = NULL) {
+mx.nd.linalg.gemm2 <- function(A = NULL, B = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, axis = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.linalg.gemm2")
   .weft_nd_invoke("_linalg_gemm2", list(A, B), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), axis = .weft_param(axis)), NULL, out)
 }
-mx.symbol.linalg.gemm2 <- function(A = NULL, B = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, axis = NULL, name = NULL, attr = NULL) {
+mx.symbol.linalg.gemm2 <- function(A = NULL, B = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, axis = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.linalg.gemm2")
   .weft_symbol_op("_linalg_gemm2", list(A = A, B = B), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), axis = .weft_param(axis)), NULL, name, attr)
 }
+mx.symbol.linalg_gemm2 <- mx.symbol.linalg.gemm2
 
 mx.nd.internal.linalg.inverse <- function(A = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_inverse", list(A), c(), NULL, out)
 }
 mx.symbol.internal.linalg.inverse <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_inverse", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.internal.npi.inv <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_inverse", list(A), c(), NULL, out)
+}
+mx.symbol.internal.npi.inv <- function(A = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_inverse", list(A = A), c(), NULL, name, attr)
 }
 
@@ -1277,6 +1718,7 @@ mx.nd.linalg.inverse <- function(A = NULL, out = NULL) {
 mx.symbol.linalg.inverse <- function(A = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_inverse", list(A = A), c(), NULL, name, attr)
 }
+mx.symbol.linalg_inverse <- mx.symbol.linalg.inverse
 
 mx.nd.internal.linalg.makediag <- function(A = NULL, offset = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_makediag", list(A), c(offset = .weft_param(offset)), NULL, out)
@@ -1291,6 +1733,7 @@ mx.nd.linalg.makediag <- function(A = NULL, offset = NULL, out = NULL) {
 mx.symbol.linalg.makediag <- function(A = NULL, offset = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_makediag", list(A = A), c(offset = .weft_param(offset)), NULL, name, attr)
 }
+mx.symbol.linalg_makediag <- mx.symbol.linalg.makediag
 
 mx.nd.internal.linalg.maketrian <- function(A = NULL, offset = NULL, lower = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_maketrian", list(A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, out)
@@ -1305,6 +1748,7 @@ mx.nd.linalg.maketrian <- function(A = NULL, offset = NULL, lower = NULL, out = 
 mx.symbol.linalg.maketrian <- function(A = NULL, offset = NULL, lower = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_maketrian", list(A = A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, name, attr)
 }
+mx.symbol.linalg_maketrian <- mx.symbol.linalg.maketrian
 
 mx.nd.internal.linalg.potrf <- function(A = NULL, lower = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_potrf", list(A), c(lower = .weft_param(lower)), NULL, out)
@@ -1319,6 +1763,7 @@ mx.nd.linalg.potrf <- function(A = NULL, lower = NULL, out = NULL) {
 mx.symbol.linalg.potrf <- function(A = NULL, lower = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_potrf", list(A = A), c(lower = .weft_param(lower)), NULL, name, attr)
 }
+mx.symbol.linalg_potrf <- mx.symbol.linalg.potrf
 
 mx.nd.internal.linalg.potri <- function(A = NULL, lower = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_potri", list(A), c(lower = .weft_param(lower)), NULL, out)
@@ -1333,11 +1778,19 @@ mx.nd.linalg.potri <- function(A = NULL, lower = NULL, out = NULL) {
 mx.symbol.linalg.potri <- function(A = NULL, lower = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_potri", list(A = A), c(lower = .weft_param(lower)), NULL, name, attr)
 }
+mx.symbol.linalg_potri <- mx.symbol.linalg.potri
 
 mx.nd.internal.linalg.slogdet <- function(A = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_slogdet", list(A), c(), NULL, out)
 }
 mx.symbol.internal.linalg.slogdet <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_slogdet", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.internal.npi.slogdet <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_slogdet", list(A), c(), NULL, out)
+}
+mx.symbol.internal.npi.slogdet <- function(A = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_slogdet", list(A = A), c(), NULL, name, attr)
 }
 
@@ -1347,6 +1800,7 @@ mx.nd.linalg.slogdet <- function(A = NULL, out = NULL) {
 mx.symbol.linalg.slogdet <- function(A = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_slogdet", list(A = A), c(), NULL, name, attr)
 }
+mx.symbol.linalg_slogdet <- mx.symbol.linalg.slogdet
 
 mx.nd.internal.linalg.sumlogdiag <- function(A = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_sumlogdiag", list(A), c(), NULL, out)
@@ -1361,6 +1815,7 @@ mx.nd.linalg.sumlogdiag <- function(A = NULL, out = NULL) {
 mx.symbol.linalg.sumlogdiag <- function(A = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_sumlogdiag", list(A = A), c(), NULL, name, attr)
 }
+mx.symbol.linalg_sumlogdiag <- mx.symbol.linalg.sumlogdiag
 
 mx.nd.internal.linalg.syevd <- function(A = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_syevd", list(A), c(), NULL, out)
@@ -1382,6 +1837,7 @@ mx.nd.linalg.syrk <- function(A = NULL, transpose = NULL, alpha = NULL, out = NU
 mx.symbol.linalg.syrk <- function(A = NULL, transpose = NULL, alpha = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_syrk", list(A = A), c(transpose = .weft_param(transpose), alpha = .weft_param(alpha)), NULL, name, attr)
 }
+mx.symbol.linalg_syrk <- mx.symbol.linalg.syrk
 
 mx.nd.internal.linalg.trmm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_trmm", list(A, B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, out)
@@ -1396,6 +1852,7 @@ mx.nd.linalg.trmm <- function(A = NULL, B = NULL, transpose = NULL, rightside = 
 mx.symbol.linalg.trmm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_trmm", list(A = A, B = B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, name, attr)
 }
+mx.symbol.linalg_trmm <- mx.symbol.linalg.trmm
 
 mx.nd.internal.linalg.trsm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_trsm", list(A, B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, out)
@@ -1410,6 +1867,7 @@ mx.nd.linalg.trsm <- function(A = NULL, B = NULL, transpose = NULL, rightside = 
 mx.symbol.linalg.trsm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_trsm", list(A = A, B = B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, name, attr)
 }
+mx.symbol.linalg_trsm <- mx.symbol.linalg.trsm
 
 mx.nd.internal.linspace <- function(start, stop, num, endpoint = NULL, ctx = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_linspace", list(), c(start = .weft_param(start), stop = .weft_param(stop), num = .weft_param(num), endpoint = .weft_param(endpoint), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
@@ -1425,10 +1883,28 @@ mx.symbol.internal.logical.and <- function(lhs = NULL, rhs = NULL, name = NULL, 
   .weft_symbol_op("_logical_and", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
-mx.nd.internal.logical.and.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.Logical.And <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_logical_and", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Logical.And <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_logical_and", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.logical.and.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.logical.and.scalar")
   .weft_nd_invoke("_logical_and_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.logical.and.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.logical.and.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.logical.and.scalar")
+  .weft_symbol_op("_logical_and_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.LogicalAndScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.LogicalAndScalar")
+  .weft_nd_invoke("_logical_and_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.LogicalAndScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.LogicalAndScalar")
   .weft_symbol_op("_logical_and_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1439,10 +1915,28 @@ mx.symbol.internal.logical.or <- function(lhs = NULL, rhs = NULL, name = NULL, a
   .weft_symbol_op("_logical_or", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
-mx.nd.internal.logical.or.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.Logical.Or <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_logical_or", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Logical.Or <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_logical_or", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.logical.or.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.logical.or.scalar")
   .weft_nd_invoke("_logical_or_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.logical.or.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.logical.or.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.logical.or.scalar")
+  .weft_symbol_op("_logical_or_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.LogicalOrScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.LogicalOrScalar")
+  .weft_nd_invoke("_logical_or_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.LogicalOrScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.LogicalOrScalar")
   .weft_symbol_op("_logical_or_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1453,10 +1947,28 @@ mx.symbol.internal.logical.xor <- function(lhs = NULL, rhs = NULL, name = NULL, 
   .weft_symbol_op("_logical_xor", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
-mx.nd.internal.logical.xor.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.Logical.Xor <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_logical_xor", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Logical.Xor <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_logical_xor", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.logical.xor.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.logical.xor.scalar")
   .weft_nd_invoke("_logical_xor_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.logical.xor.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.logical.xor.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.logical.xor.scalar")
+  .weft_symbol_op("_logical_xor_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.LogicalXorScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.LogicalXorScalar")
+  .weft_nd_invoke("_logical_xor_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.LogicalXorScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.LogicalXorScalar")
   .weft_symbol_op("_logical_xor_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1467,10 +1979,28 @@ mx.symbol.internal.maximum <- function(lhs = NULL, rhs = NULL, name = NULL, attr
   .weft_symbol_op("_maximum", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
-mx.nd.internal.maximum.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.Maximum <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_maximum", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Maximum <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_maximum", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.maximum.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.maximum.scalar")
   .weft_nd_invoke("_maximum_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.maximum.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.maximum.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.maximum.scalar")
+  .weft_symbol_op("_maximum_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.MaximumScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.MaximumScalar")
+  .weft_nd_invoke("_maximum_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.MaximumScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.MaximumScalar")
   .weft_symbol_op("_maximum_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1481,17 +2011,46 @@ mx.symbol.internal.minimum <- function(lhs = NULL, rhs = NULL, name = NULL, attr
   .weft_symbol_op("_minimum", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
-mx.nd.internal.minimum.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.Minimum <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_minimum", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Minimum <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_minimum", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.minimum.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.minimum.scalar")
   .weft_nd_invoke("_minimum_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.minimum.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.minimum.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.minimum.scalar")
   .weft_symbol_op("_minimum_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
-mx.nd.internal.minus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.MinimumScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.MinimumScalar")
+  .weft_nd_invoke("_minimum_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.MinimumScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.MinimumScalar")
+  .weft_symbol_op("_minimum_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.minus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.minus.scalar")
   .weft_nd_invoke("_minus_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.minus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.minus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.minus.scalar")
+  .weft_symbol_op("_minus_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.MinusScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.MinusScalar")
+  .weft_nd_invoke("_minus_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.MinusScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.MinusScalar")
   .weft_symbol_op("_minus_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1502,31 +2061,65 @@ mx.symbol.internal.mod <- function(lhs = NULL, rhs = NULL, name = NULL, attr = N
   .weft_symbol_op("_mod", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
-mx.nd.internal.mod.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.Mod <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_mod", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Mod <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_mod", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.mod.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.mod.scalar")
   .weft_nd_invoke("_mod_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.mod.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.mod.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.mod.scalar")
   .weft_symbol_op("_mod_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
-mx.nd.internal.mp.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, out = NULL) {
+mx.nd.internal.ModScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.ModScalar")
+  .weft_nd_invoke("_mod_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.ModScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.ModScalar")
+  .weft_symbol_op("_mod_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.mp.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.mp.adamw.update")
   .weft_nd_invoke("_mp_adamw_update", list(weight, grad, mean, var, weight32, rescale_grad), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), eta = .weft_param(eta), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
-mx.symbol.internal.mp.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.mp.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.mp.adamw.update")
   .weft_symbol_op("_mp_adamw_update", list(weight = weight, grad = grad, mean = mean, var = var, weight32 = weight32, rescale_grad = rescale_grad), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), eta = .weft_param(eta), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
 
-mx.nd.mp.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, out = NULL) {
+mx.nd.mp.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.mp.adamw.update")
   .weft_nd_invoke("_mp_adamw_update", list(weight, grad, mean, var, weight32, rescale_grad), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), eta = .weft_param(eta), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
-mx.symbol.mp.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, name = NULL, attr = NULL) {
+mx.symbol.mp.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.mp.adamw.update")
   .weft_symbol_op("_mp_adamw_update", list(weight = weight, grad = grad, mean = mean, var = var, weight32 = weight32, rescale_grad = rescale_grad), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), eta = .weft_param(eta), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
+mx.symbol.mp_adamw_update <- mx.symbol.mp.adamw.update
 
-mx.nd.internal.mul.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.mul.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.mul.scalar")
   .weft_nd_invoke("_mul_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.mul.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.mul.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.mul.scalar")
+  .weft_symbol_op("_mul_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.MulScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.MulScalar")
+  .weft_nd_invoke("_mul_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.MulScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.MulScalar")
   .weft_symbol_op("_mul_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1565,10 +2158,28 @@ mx.symbol.internal.not.equal <- function(lhs = NULL, rhs = NULL, name = NULL, at
   .weft_symbol_op("_not_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
-mx.nd.internal.not.equal.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.Not.Equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_not_equal", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Not.Equal <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_not_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.not.equal.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.not.equal.scalar")
   .weft_nd_invoke("_not_equal_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.not.equal.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.not.equal.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.not.equal.scalar")
+  .weft_symbol_op("_not_equal_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.NotEqualScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.NotEqualScalar")
+  .weft_nd_invoke("_not_equal_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.NotEqualScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.NotEqualScalar")
   .weft_symbol_op("_not_equal_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1593,10 +2204,21 @@ mx.symbol.internal.ones <- function(shape = NULL, ctx = NULL, dtype = NULL, name
   .weft_symbol_op("_ones", list(), c(shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
-mx.nd.internal.plus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.plus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.plus.scalar")
   .weft_nd_invoke("_plus_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.plus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.plus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.plus.scalar")
+  .weft_symbol_op("_plus_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.PlusScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.PlusScalar")
+  .weft_nd_invoke("_plus_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.PlusScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.PlusScalar")
   .weft_symbol_op("_plus_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1607,10 +2229,28 @@ mx.symbol.internal.power <- function(lhs = NULL, rhs = NULL, name = NULL, attr =
   .weft_symbol_op("_power", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
-mx.nd.internal.power.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.Power <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_power", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Power <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_power", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.power.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.power.scalar")
   .weft_nd_invoke("_power_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.power.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.power.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.power.scalar")
+  .weft_symbol_op("_power_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.PowerScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.PowerScalar")
+  .weft_nd_invoke("_power_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.PowerScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.PowerScalar")
   .weft_symbol_op("_power_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1627,6 +2267,7 @@ mx.nd.random.exponential <- function(lam = NULL, shape = NULL, ctx = NULL, dtype
 mx.symbol.random.exponential <- function(lam = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_exponential", list(), c(lam = .weft_param(lam), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.random_exponential <- mx.symbol.random.exponential
 
 mx.nd.internal.random.exponential.like <- function(data = NULL, lam = NULL, out = NULL) {
   .weft_nd_invoke("_random_exponential_like", list(data), c(lam = .weft_param(lam)), NULL, out)
@@ -1648,6 +2289,7 @@ mx.nd.random.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, ctx = NU
 mx.symbol.random.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_gamma", list(), c(alpha = .weft_param(alpha), beta = .weft_param(beta), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.random_gamma <- mx.symbol.random.gamma
 
 mx.nd.internal.random.gamma.like <- function(data = NULL, alpha = NULL, beta = NULL, out = NULL) {
   .weft_nd_invoke("_random_gamma_like", list(data), c(alpha = .weft_param(alpha), beta = .weft_param(beta)), NULL, out)
@@ -1669,6 +2311,7 @@ mx.nd.random.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, 
 mx.symbol.random.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_generalized_negative_binomial", list(), c(mu = .weft_param(mu), alpha = .weft_param(alpha), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.random_generalized_negative_binomial <- mx.symbol.random.generalized.negative.binomial
 
 mx.nd.internal.random.generalized.negative.binomial.like <- function(data = NULL, mu = NULL, alpha = NULL, out = NULL) {
   .weft_nd_invoke("_random_generalized_negative_binomial_like", list(data), c(mu = .weft_param(mu), alpha = .weft_param(alpha)), NULL, out)
@@ -1690,6 +2333,7 @@ mx.nd.random.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, ctx
 mx.symbol.random.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_negative_binomial", list(), c(k = .weft_param(k), p = .weft_param(p), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.random_negative_binomial <- mx.symbol.random.negative.binomial
 
 mx.nd.internal.random.negative.binomial.like <- function(data = NULL, k = NULL, p = NULL, out = NULL) {
   .weft_nd_invoke("_random_negative_binomial_like", list(data), c(k = .weft_param(k), p = .weft_param(p)), NULL, out)
@@ -1718,6 +2362,7 @@ mx.nd.random.normal <- function(loc = NULL, scale = NULL, shape = NULL, ctx = NU
 mx.symbol.random.normal <- function(loc = NULL, scale = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_normal", list(), c(loc = .weft_param(loc), scale = .weft_param(scale), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.random_normal <- mx.symbol.random.normal
 
 mx.nd.internal.random.normal.like <- function(data = NULL, loc = NULL, scale = NULL, out = NULL) {
   .weft_nd_invoke("_random_normal_like", list(data), c(loc = .weft_param(loc), scale = .weft_param(scale)), NULL, out)
@@ -1726,117 +2371,157 @@ mx.symbol.internal.random.normal.like <- function(data = NULL, loc = NULL, scale
   .weft_symbol_op("_random_normal_like", list(data = data), c(loc = .weft_param(loc), scale = .weft_param(scale)), NULL, name, attr)
 }
 
-mx.nd.internal.random.pdf.dirichlet <- function(sample = NULL, alpha = NULL, is_log = NULL, out = NULL) {
+mx.nd.internal.random.pdf.dirichlet <- function(sample = NULL, alpha = NULL, is_log = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.random.pdf.dirichlet")
   .weft_nd_invoke("_random_pdf_dirichlet", list(sample, alpha), c(is_log = .weft_param(is_log)), NULL, out)
 }
-mx.symbol.internal.random.pdf.dirichlet <- function(sample = NULL, alpha = NULL, is_log = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.random.pdf.dirichlet <- function(sample = NULL, alpha = NULL, is_log = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.random.pdf.dirichlet")
   .weft_symbol_op("_random_pdf_dirichlet", list(sample = sample, alpha = alpha), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
 
-mx.nd.random.pdf.dirichlet <- function(sample = NULL, alpha = NULL, is_log = NULL, out = NULL) {
+mx.nd.random.pdf.dirichlet <- function(sample = NULL, alpha = NULL, is_log = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.random.pdf.dirichlet")
   .weft_nd_invoke("_random_pdf_dirichlet", list(sample, alpha), c(is_log = .weft_param(is_log)), NULL, out)
 }
-mx.symbol.random.pdf.dirichlet <- function(sample = NULL, alpha = NULL, is_log = NULL, name = NULL, attr = NULL) {
+mx.symbol.random.pdf.dirichlet <- function(sample = NULL, alpha = NULL, is_log = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.random.pdf.dirichlet")
   .weft_symbol_op("_random_pdf_dirichlet", list(sample = sample, alpha = alpha), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
+mx.symbol.random_pdf_dirichlet <- mx.symbol.random.pdf.dirichlet
 
-mx.nd.internal.random.pdf.exponential <- function(sample = NULL, lam = NULL, is_log = NULL, out = NULL) {
+mx.nd.internal.random.pdf.exponential <- function(sample = NULL, lam = NULL, is_log = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.random.pdf.exponential")
   .weft_nd_invoke("_random_pdf_exponential", list(sample, lam), c(is_log = .weft_param(is_log)), NULL, out)
 }
-mx.symbol.internal.random.pdf.exponential <- function(sample = NULL, lam = NULL, is_log = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.random.pdf.exponential <- function(sample = NULL, lam = NULL, is_log = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.random.pdf.exponential")
   .weft_symbol_op("_random_pdf_exponential", list(sample = sample, lam = lam), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
 
-mx.nd.random.pdf.exponential <- function(sample = NULL, lam = NULL, is_log = NULL, out = NULL) {
+mx.nd.random.pdf.exponential <- function(sample = NULL, lam = NULL, is_log = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.random.pdf.exponential")
   .weft_nd_invoke("_random_pdf_exponential", list(sample, lam), c(is_log = .weft_param(is_log)), NULL, out)
 }
-mx.symbol.random.pdf.exponential <- function(sample = NULL, lam = NULL, is_log = NULL, name = NULL, attr = NULL) {
+mx.symbol.random.pdf.exponential <- function(sample = NULL, lam = NULL, is_log = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.random.pdf.exponential")
   .weft_symbol_op("_random_pdf_exponential", list(sample = sample, lam = lam), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
+mx.symbol.random_pdf_exponential <- mx.symbol.random.pdf.exponential
 
-mx.nd.internal.random.pdf.gamma <- function(sample = NULL, alpha = NULL, beta = NULL, is_log = NULL, out = NULL) {
+mx.nd.internal.random.pdf.gamma <- function(sample = NULL, alpha = NULL, beta = NULL, is_log = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.random.pdf.gamma")
   .weft_nd_invoke("_random_pdf_gamma", list(sample, alpha, beta), c(is_log = .weft_param(is_log)), NULL, out)
 }
-mx.symbol.internal.random.pdf.gamma <- function(sample = NULL, alpha = NULL, beta = NULL, is_log = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.random.pdf.gamma <- function(sample = NULL, alpha = NULL, beta = NULL, is_log = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.random.pdf.gamma")
   .weft_symbol_op("_random_pdf_gamma", list(sample = sample, alpha = alpha, beta = beta), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
 
-mx.nd.random.pdf.gamma <- function(sample = NULL, alpha = NULL, beta = NULL, is_log = NULL, out = NULL) {
+mx.nd.random.pdf.gamma <- function(sample = NULL, alpha = NULL, beta = NULL, is_log = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.random.pdf.gamma")
   .weft_nd_invoke("_random_pdf_gamma", list(sample, alpha, beta), c(is_log = .weft_param(is_log)), NULL, out)
 }
-mx.symbol.random.pdf.gamma <- function(sample = NULL, alpha = NULL, beta = NULL, is_log = NULL, name = NULL, attr = NULL) {
+mx.symbol.random.pdf.gamma <- function(sample = NULL, alpha = NULL, beta = NULL, is_log = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.random.pdf.gamma")
   .weft_symbol_op("_random_pdf_gamma", list(sample = sample, alpha = alpha, beta = beta), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
+mx.symbol.random_pdf_gamma <- mx.symbol.random.pdf.gamma
 
-mx.nd.internal.random.pdf.generalized.negative.binomial <- function(sample = NULL, mu = NULL, alpha = NULL, is_log = NULL, out = NULL) {
+mx.nd.internal.random.pdf.generalized.negative.binomial <- function(sample = NULL, mu = NULL, alpha = NULL, is_log = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.random.pdf.generalized.negative.binomial")
   .weft_nd_invoke("_random_pdf_generalized_negative_binomial", list(sample, mu, alpha), c(is_log = .weft_param(is_log)), NULL, out)
 }
-mx.symbol.internal.random.pdf.generalized.negative.binomial <- function(sample = NULL, mu = NULL, alpha = NULL, is_log = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.random.pdf.generalized.negative.binomial <- function(sample = NULL, mu = NULL, alpha = NULL, is_log = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.random.pdf.generalized.negative.binomial")
   .weft_symbol_op("_random_pdf_generalized_negative_binomial", list(sample = sample, mu = mu, alpha = alpha), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
 
-mx.nd.random.pdf.generalized.negative.binomial <- function(sample = NULL, mu = NULL, alpha = NULL, is_log = NULL, out = NULL) {
+mx.nd.random.pdf.generalized.negative.binomial <- function(sample = NULL, mu = NULL, alpha = NULL, is_log = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.random.pdf.generalized.negative.binomial")
   .weft_nd_invoke("_random_pdf_generalized_negative_binomial", list(sample, mu, alpha), c(is_log = .weft_param(is_log)), NULL, out)
 }
-mx.symbol.random.pdf.generalized.negative.binomial <- function(sample = NULL, mu = NULL, alpha = NULL, is_log = NULL, name = NULL, attr = NULL) {
+mx.symbol.random.pdf.generalized.negative.binomial <- function(sample = NULL, mu = NULL, alpha = NULL, is_log = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.random.pdf.generalized.negative.binomial")
   .weft_symbol_op("_random_pdf_generalized_negative_binomial", list(sample = sample, mu = mu, alpha = alpha), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
+mx.symbol.random_pdf_generalized_negative_binomial <- mx.symbol.random.pdf.generalized.negative.binomial
 
-mx.nd.internal.random.pdf.negative.binomial <- function(sample = NULL, k = NULL, p = NULL, is_log = NULL, out = NULL) {
+mx.nd.internal.random.pdf.negative.binomial <- function(sample = NULL, k = NULL, p = NULL, is_log = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.random.pdf.negative.binomial")
   .weft_nd_invoke("_random_pdf_negative_binomial", list(sample, k, p), c(is_log = .weft_param(is_log)), NULL, out)
 }
-mx.symbol.internal.random.pdf.negative.binomial <- function(sample = NULL, k = NULL, p = NULL, is_log = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.random.pdf.negative.binomial <- function(sample = NULL, k = NULL, p = NULL, is_log = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.random.pdf.negative.binomial")
   .weft_symbol_op("_random_pdf_negative_binomial", list(sample = sample, k = k, p = p), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
 
-mx.nd.random.pdf.negative.binomial <- function(sample = NULL, k = NULL, p = NULL, is_log = NULL, out = NULL) {
+mx.nd.random.pdf.negative.binomial <- function(sample = NULL, k = NULL, p = NULL, is_log = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.random.pdf.negative.binomial")
   .weft_nd_invoke("_random_pdf_negative_binomial", list(sample, k, p), c(is_log = .weft_param(is_log)), NULL, out)
 }
-mx.symbol.random.pdf.negative.binomial <- function(sample = NULL, k = NULL, p = NULL, is_log = NULL, name = NULL, attr = NULL) {
+mx.symbol.random.pdf.negative.binomial <- function(sample = NULL, k = NULL, p = NULL, is_log = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.random.pdf.negative.binomial")
   .weft_symbol_op("_random_pdf_negative_binomial", list(sample = sample, k = k, p = p), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
+mx.symbol.random_pdf_negative_binomial <- mx.symbol.random.pdf.negative.binomial
 
-mx.nd.internal.random.pdf.normal <- function(sample = NULL, mu = NULL, sigma = NULL, is_log = NULL, out = NULL) {
+mx.nd.internal.random.pdf.normal <- function(sample = NULL, mu = NULL, sigma = NULL, is_log = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.random.pdf.normal")
   .weft_nd_invoke("_random_pdf_normal", list(sample, mu, sigma), c(is_log = .weft_param(is_log)), NULL, out)
 }
-mx.symbol.internal.random.pdf.normal <- function(sample = NULL, mu = NULL, sigma = NULL, is_log = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.random.pdf.normal <- function(sample = NULL, mu = NULL, sigma = NULL, is_log = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.random.pdf.normal")
   .weft_symbol_op("_random_pdf_normal", list(sample = sample, mu = mu, sigma = sigma), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
 
-mx.nd.random.pdf.normal <- function(sample = NULL, mu = NULL, sigma = NULL, is_log = NULL, out = NULL) {
+mx.nd.random.pdf.normal <- function(sample = NULL, mu = NULL, sigma = NULL, is_log = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.random.pdf.normal")
   .weft_nd_invoke("_random_pdf_normal", list(sample, mu, sigma), c(is_log = .weft_param(is_log)), NULL, out)
 }
-mx.symbol.random.pdf.normal <- function(sample = NULL, mu = NULL, sigma = NULL, is_log = NULL, name = NULL, attr = NULL) {
+mx.symbol.random.pdf.normal <- function(sample = NULL, mu = NULL, sigma = NULL, is_log = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.random.pdf.normal")
   .weft_symbol_op("_random_pdf_normal", list(sample = sample, mu = mu, sigma = sigma), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
+mx.symbol.random_pdf_normal <- mx.symbol.random.pdf.normal
 
-mx.nd.internal.random.pdf.poisson <- function(sample = NULL, lam = NULL, is_log = NULL, out = NULL) {
+mx.nd.internal.random.pdf.poisson <- function(sample = NULL, lam = NULL, is_log = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.random.pdf.poisson")
   .weft_nd_invoke("_random_pdf_poisson", list(sample, lam), c(is_log = .weft_param(is_log)), NULL, out)
 }
-mx.symbol.internal.random.pdf.poisson <- function(sample = NULL, lam = NULL, is_log = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.random.pdf.poisson <- function(sample = NULL, lam = NULL, is_log = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.random.pdf.poisson")
   .weft_symbol_op("_random_pdf_poisson", list(sample = sample, lam = lam), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
 
-mx.nd.random.pdf.poisson <- function(sample = NULL, lam = NULL, is_log = NULL, out = NULL) {
+mx.nd.random.pdf.poisson <- function(sample = NULL, lam = NULL, is_log = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.random.pdf.poisson")
   .weft_nd_invoke("_random_pdf_poisson", list(sample, lam), c(is_log = .weft_param(is_log)), NULL, out)
 }
-mx.symbol.random.pdf.poisson <- function(sample = NULL, lam = NULL, is_log = NULL, name = NULL, attr = NULL) {
+mx.symbol.random.pdf.poisson <- function(sample = NULL, lam = NULL, is_log = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.random.pdf.poisson")
   .weft_symbol_op("_random_pdf_poisson", list(sample = sample, lam = lam), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
+mx.symbol.random_pdf_poisson <- mx.symbol.random.pdf.poisson
 
-mx.nd.internal.random.pdf.uniform <- function(sample = NULL, low = NULL, high = NULL, is_log = NULL, out = NULL) {
+mx.nd.internal.random.pdf.uniform <- function(sample = NULL, low = NULL, high = NULL, is_log = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.random.pdf.uniform")
   .weft_nd_invoke("_random_pdf_uniform", list(sample, low, high), c(is_log = .weft_param(is_log)), NULL, out)
 }
-mx.symbol.internal.random.pdf.uniform <- function(sample = NULL, low = NULL, high = NULL, is_log = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.random.pdf.uniform <- function(sample = NULL, low = NULL, high = NULL, is_log = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.random.pdf.uniform")
   .weft_symbol_op("_random_pdf_uniform", list(sample = sample, low = low, high = high), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
 
-mx.nd.random.pdf.uniform <- function(sample = NULL, low = NULL, high = NULL, is_log = NULL, out = NULL) {
+mx.nd.random.pdf.uniform <- function(sample = NULL, low = NULL, high = NULL, is_log = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.random.pdf.uniform")
   .weft_nd_invoke("_random_pdf_uniform", list(sample, low, high), c(is_log = .weft_param(is_log)), NULL, out)
 }
-mx.symbol.random.pdf.uniform <- function(sample = NULL, low = NULL, high = NULL, is_log = NULL, name = NULL, attr = NULL) {
+mx.symbol.random.pdf.uniform <- function(sample = NULL, low = NULL, high = NULL, is_log = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.random.pdf.uniform")
   .weft_symbol_op("_random_pdf_uniform", list(sample = sample, low = low, high = high), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
+mx.symbol.random_pdf_uniform <- mx.symbol.random.pdf.uniform
 
 mx.nd.internal.random.poisson <- function(lam = NULL, shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_random_poisson", list(), c(lam = .weft_param(lam), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
@@ -1851,6 +2536,7 @@ mx.nd.random.poisson <- function(lam = NULL, shape = NULL, ctx = NULL, dtype = N
 mx.symbol.random.poisson <- function(lam = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_poisson", list(), c(lam = .weft_param(lam), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.random_poisson <- mx.symbol.random.poisson
 
 mx.nd.internal.random.poisson.like <- function(data = NULL, lam = NULL, out = NULL) {
   .weft_nd_invoke("_random_poisson_like", list(data), c(lam = .weft_param(lam)), NULL, out)
@@ -1872,6 +2558,7 @@ mx.nd.random.randint <- function(low, high, shape = NULL, ctx = NULL, dtype = NU
 mx.symbol.random.randint <- function(low, high, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_randint", list(), c(low = .weft_param(low), high = .weft_param(high), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.random_randint <- mx.symbol.random.randint
 
 mx.nd.internal.random.uniform <- function(low = NULL, high = NULL, shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_random_uniform", list(), c(low = .weft_param(low), high = .weft_param(high), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
@@ -1886,6 +2573,7 @@ mx.nd.random.uniform <- function(low = NULL, high = NULL, shape = NULL, ctx = NU
 mx.symbol.random.uniform <- function(low = NULL, high = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_uniform", list(), c(low = .weft_param(low), high = .weft_param(high), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.random_uniform <- mx.symbol.random.uniform
 
 mx.nd.uniform <- function(low = NULL, high = NULL, shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_random_uniform", list(), c(low = .weft_param(low), high = .weft_param(high), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
@@ -1914,11 +2602,23 @@ mx.nd.ravel.multi.index <- function(data = NULL, shape = NULL, out = NULL) {
 mx.symbol.ravel.multi.index <- function(data = NULL, shape = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_ravel_multi_index", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
 }
+mx.symbol.ravel_multi_index <- mx.symbol.ravel.multi.index
 
-mx.nd.internal.rdiv.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.rdiv.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.rdiv.scalar")
   .weft_nd_invoke("_rdiv_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.rdiv.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.rdiv.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.rdiv.scalar")
+  .weft_symbol_op("_rdiv_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.RDivScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.RDivScalar")
+  .weft_nd_invoke("_rdiv_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.RDivScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.RDivScalar")
   .weft_symbol_op("_rdiv_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1929,17 +2629,39 @@ mx.symbol.internal.reduce.sum.to <- function(data = NULL, like = NULL, name = NU
   .weft_symbol_op("_reduce_sum_to", list(data = data, like = like), c(), NULL, name, attr)
 }
 
-mx.nd.internal.rminus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.rminus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.rminus.scalar")
   .weft_nd_invoke("_rminus_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.rminus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.rminus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.rminus.scalar")
   .weft_symbol_op("_rminus_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
-mx.nd.internal.rmod.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.RMinusScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.RMinusScalar")
+  .weft_nd_invoke("_rminus_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.RMinusScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.RMinusScalar")
+  .weft_symbol_op("_rminus_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.rmod.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.rmod.scalar")
   .weft_nd_invoke("_rmod_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.rmod.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.rmod.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.rmod.scalar")
+  .weft_symbol_op("_rmod_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.RModScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.RModScalar")
+  .weft_nd_invoke("_rmod_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.RModScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.RModScalar")
   .weft_symbol_op("_rmod_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1950,10 +2672,21 @@ mx.symbol.internal.rnn.param.concat <- function(..., dim = NULL, name = NULL, at
   .weft_symbol_op("_rnn_param_concat", .weft_dots(...), c(dim = .weft_param(dim)), "num_args", name, attr)
 }
 
-mx.nd.internal.rpower.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.rpower.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.rpower.scalar")
   .weft_nd_invoke("_rpower_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.rpower.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.rpower.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.rpower.scalar")
+  .weft_symbol_op("_rpower_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.RPowerScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.RPowerScalar")
+  .weft_nd_invoke("_rpower_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.RPowerScalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.RPowerScalar")
   .weft_symbol_op("_rpower_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1970,6 +2703,7 @@ mx.nd.sample.exponential <- function(lam = NULL, shape = NULL, dtype = NULL, out
 mx.symbol.sample.exponential <- function(lam = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_sample_exponential", list(lam = lam), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.sample_exponential <- mx.symbol.sample.exponential
 
 mx.nd.internal.sample.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_sample_gamma", list(alpha, beta), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
@@ -1984,6 +2718,7 @@ mx.nd.sample.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, dtype = 
 mx.symbol.sample.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_sample_gamma", list(alpha = alpha, beta = beta), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.sample_gamma <- mx.symbol.sample.gamma
 
 mx.nd.internal.sample.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, shape = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_sample_generalized_negative_binomial", list(mu, alpha), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
@@ -1998,20 +2733,26 @@ mx.nd.sample.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, 
 mx.symbol.sample.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_sample_generalized_negative_binomial", list(mu = mu, alpha = alpha), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.sample_generalized_negative_binomial <- mx.symbol.sample.generalized.negative.binomial
 
-mx.nd.internal.sample.multinomial <- function(data = NULL, shape = NULL, get_prob = NULL, dtype = NULL, out = NULL) {
+mx.nd.internal.sample.multinomial <- function(data = NULL, shape = NULL, get_prob = NULL, dtype = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.sample.multinomial")
   .weft_nd_invoke("_sample_multinomial", list(data), c(shape = .weft_shape_param(shape), get_prob = .weft_param(get_prob), dtype = .weft_param(dtype)), NULL, out)
 }
-mx.symbol.internal.sample.multinomial <- function(data = NULL, shape = NULL, get_prob = NULL, dtype = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.sample.multinomial <- function(data = NULL, shape = NULL, get_prob = NULL, dtype = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.sample.multinomial")
   .weft_symbol_op("_sample_multinomial", list(data = data), c(shape = .weft_shape_param(shape), get_prob = .weft_param(get_prob), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
-mx.nd.sample.multinomial <- function(data = NULL, shape = NULL, get_prob = NULL, dtype = NULL, out = NULL) {
+mx.nd.sample.multinomial <- function(data = NULL, shape = NULL, get_prob = NULL, dtype = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.sample.multinomial")
   .weft_nd_invoke("_sample_multinomial", list(data), c(shape = .weft_shape_param(shape), get_prob = .weft_param(get_prob), dtype = .weft_param(dtype)), NULL, out)
 }
-mx.symbol.sample.multinomial <- function(data = NULL, shape = NULL, get_prob = NULL, dtype = NULL, name = NULL, attr = NULL) {
+mx.symbol.sample.multinomial <- function(data = NULL, shape = NULL, get_prob = NULL, dtype = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.sample.multinomial")
   .weft_symbol_op("_sample_multinomial", list(data = data), c(shape = .weft_shape_param(shape), get_prob = .weft_param(get_prob), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.sample_multinomial <- mx.symbol.sample.multinomial
 
 mx.nd.internal.sample.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_sample_negative_binomial", list(k, p), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
@@ -2026,6 +2767,7 @@ mx.nd.sample.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, dty
 mx.symbol.sample.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_sample_negative_binomial", list(k = k, p = p), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.sample_negative_binomial <- mx.symbol.sample.negative.binomial
 
 mx.nd.internal.sample.normal <- function(mu = NULL, sigma = NULL, shape = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_sample_normal", list(mu, sigma), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
@@ -2040,6 +2782,7 @@ mx.nd.sample.normal <- function(mu = NULL, sigma = NULL, shape = NULL, dtype = N
 mx.symbol.sample.normal <- function(mu = NULL, sigma = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_sample_normal", list(mu = mu, sigma = sigma), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.sample_normal <- mx.symbol.sample.normal
 
 mx.nd.internal.sample.poisson <- function(lam = NULL, shape = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_sample_poisson", list(lam), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
@@ -2054,6 +2797,7 @@ mx.nd.sample.poisson <- function(lam = NULL, shape = NULL, dtype = NULL, out = N
 mx.symbol.sample.poisson <- function(lam = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_sample_poisson", list(lam = lam), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.sample_poisson <- mx.symbol.sample.poisson
 
 mx.nd.internal.sample.uniform <- function(low = NULL, high = NULL, shape = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_sample_uniform", list(low, high), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
@@ -2068,11 +2812,14 @@ mx.nd.sample.uniform <- function(low = NULL, high = NULL, shape = NULL, dtype = 
 mx.symbol.sample.uniform <- function(low = NULL, high = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_sample_uniform", list(low = low, high = high), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.sample_uniform <- mx.symbol.sample.uniform
 
-mx.nd.internal.sample.unique.zipfian <- function(range_max, shape = NULL, out = NULL) {
+mx.nd.internal.sample.unique.zipfian <- function(range_max, shape = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.sample.unique.zipfian")
   .weft_nd_invoke("_sample_unique_zipfian", list(), c(range_max = .weft_param(range_max), shape = .weft_shape_param(shape)), NULL, out)
 }
-mx.symbol.internal.sample.unique.zipfian <- function(range_max, shape = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.sample.unique.zipfian <- function(range_max, shape = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.sample.unique.zipfian")
   .weft_symbol_op("_sample_unique_zipfian", list(), c(range_max = .weft_param(range_max), shape = .weft_shape_param(shape)), NULL, name, attr)
 }
 
@@ -2083,17 +2830,21 @@ mx.symbol.internal.scatter.elemwise.div <- function(lhs = NULL, rhs = NULL, name
   .weft_symbol_op("_scatter_elemwise_div", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
-mx.nd.internal.scatter.minus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.scatter.minus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.scatter.minus.scalar")
   .weft_nd_invoke("_scatter_minus_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.scatter.minus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.scatter.minus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.scatter.minus.scalar")
   .weft_symbol_op("_scatter_minus_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
-mx.nd.internal.scatter.plus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.internal.scatter.plus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.scatter.plus.scalar")
   .weft_nd_invoke("_scatter_plus_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.internal.scatter.plus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.scatter.plus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.scatter.plus.scalar")
   .weft_symbol_op("_scatter_plus_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -2118,17 +2869,21 @@ mx.symbol.internal.sg.mkldnn.fully.connected <- function(..., quantized = NULL, 
   .weft_symbol_op("_sg_mkldnn_fully_connected", .weft_dots(...), c(quantized = .weft_param(quantized), enable_float_output = .weft_param(enable_float_output), with_eltwise = .weft_param(with_eltwise), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), channel_wise_quantize = .weft_param(channel_wise_quantize), subgraph = .weft_param(subgraph)), NULL, name, attr)
 }
 
-mx.nd.internal.sg.mkldnn.selfatt.qk <- function(queries_keys_values = NULL, heads, quantized = NULL, enable_float_output = NULL, min_calib_range = NULL, max_calib_range = NULL, subgraph = NULL, out = NULL) {
+mx.nd.internal.sg.mkldnn.selfatt.qk <- function(queries_keys_values = NULL, heads, quantized = NULL, enable_float_output = NULL, min_calib_range = NULL, max_calib_range = NULL, subgraph = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.sg.mkldnn.selfatt.qk")
   .weft_nd_invoke("_sg_mkldnn_selfatt_qk", list(queries_keys_values), c(heads = .weft_param(heads), quantized = .weft_param(quantized), enable_float_output = .weft_param(enable_float_output), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), subgraph = .weft_param(subgraph)), NULL, out)
 }
-mx.symbol.internal.sg.mkldnn.selfatt.qk <- function(queries_keys_values = NULL, heads, quantized = NULL, enable_float_output = NULL, min_calib_range = NULL, max_calib_range = NULL, subgraph = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.sg.mkldnn.selfatt.qk <- function(queries_keys_values = NULL, heads, quantized = NULL, enable_float_output = NULL, min_calib_range = NULL, max_calib_range = NULL, subgraph = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.sg.mkldnn.selfatt.qk")
   .weft_symbol_op("_sg_mkldnn_selfatt_qk", list(queries_keys_values = queries_keys_values), c(heads = .weft_param(heads), quantized = .weft_param(quantized), enable_float_output = .weft_param(enable_float_output), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), subgraph = .weft_param(subgraph)), NULL, name, attr)
 }
 
-mx.nd.internal.sg.mkldnn.selfatt.valatt <- function(queries_keys_values = NULL, attention = NULL, heads, quantized = NULL, enable_float_output = NULL, min_calib_range = NULL, max_calib_range = NULL, subgraph = NULL, out = NULL) {
+mx.nd.internal.sg.mkldnn.selfatt.valatt <- function(queries_keys_values = NULL, attention = NULL, heads, quantized = NULL, enable_float_output = NULL, min_calib_range = NULL, max_calib_range = NULL, subgraph = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.sg.mkldnn.selfatt.valatt")
   .weft_nd_invoke("_sg_mkldnn_selfatt_valatt", list(queries_keys_values, attention), c(heads = .weft_param(heads), quantized = .weft_param(quantized), enable_float_output = .weft_param(enable_float_output), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), subgraph = .weft_param(subgraph)), NULL, out)
 }
-mx.symbol.internal.sg.mkldnn.selfatt.valatt <- function(queries_keys_values = NULL, attention = NULL, heads, quantized = NULL, enable_float_output = NULL, min_calib_range = NULL, max_calib_range = NULL, subgraph = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.sg.mkldnn.selfatt.valatt <- function(queries_keys_values = NULL, attention = NULL, heads, quantized = NULL, enable_float_output = NULL, min_calib_range = NULL, max_calib_range = NULL, subgraph = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.sg.mkldnn.selfatt.valatt")
   .weft_symbol_op("_sg_mkldnn_selfatt_valatt", list(queries_keys_values = queries_keys_values, attention = attention), c(heads = .weft_param(heads), quantized = .weft_param(quantized), enable_float_output = .weft_param(enable_float_output), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), subgraph = .weft_param(subgraph)), NULL, name, attr)
 }
 
@@ -2153,6 +2908,13 @@ mx.symbol.internal.slice.assign <- function(lhs = NULL, rhs = NULL, begin, end, 
   .weft_symbol_op("_slice_assign", list(lhs = lhs, rhs = rhs), c(begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
 }
 
+mx.nd.internal.crop.assign <- function(lhs = NULL, rhs = NULL, begin, end, step = NULL, out = NULL) {
+  .weft_nd_invoke("_slice_assign", list(lhs, rhs), c(begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, out)
+}
+mx.symbol.internal.crop.assign <- function(lhs = NULL, rhs = NULL, begin, end, step = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_slice_assign", list(lhs = lhs, rhs = rhs), c(begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
+}
+
 mx.nd.internal.slice.assign.scalar <- function(data = NULL, scalar = NULL, begin, end, step = NULL, out = NULL) {
   .weft_nd_invoke("_slice_assign_scalar", list(data), c(scalar = .weft_param(scalar), begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, out)
 }
@@ -2160,10 +2922,19 @@ mx.symbol.internal.slice.assign.scalar <- function(data = NULL, scalar = NULL, b
   .weft_symbol_op("_slice_assign_scalar", list(data = data), c(scalar = .weft_param(scalar), begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
 }
 
-mx.nd.internal.sparse.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
+mx.nd.internal.crop.assign.scalar <- function(data = NULL, scalar = NULL, begin, end, step = NULL, out = NULL) {
+  .weft_nd_invoke("_slice_assign_scalar", list(data), c(scalar = .weft_param(scalar), begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, out)
+}
+mx.symbol.internal.crop.assign.scalar <- function(data = NULL, scalar = NULL, begin, end, step = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_slice_assign_scalar", list(data = data), c(scalar = .weft_param(scalar), begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.sparse.adagrad.update")
   .weft_nd_invoke("_sparse_adagrad_update", list(weight, grad, history), c(lr = .weft_param(lr), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
-mx.symbol.internal.sparse.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.sparse.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.sparse.adagrad.update")
   .weft_symbol_op("_sparse_adagrad_update", list(weight = weight, grad = grad, history = history), c(lr = .weft_param(lr), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
 
@@ -2181,10 +2952,12 @@ mx.symbol.internal.sparse.softmax.cross.entropy <- function(data = NULL, label =
   .weft_symbol_op("_sparse_softmax_cross_entropy", list(data = data, label = label), c(axis = .weft_param(axis)), NULL, name, attr)
 }
 
-mx.nd.internal.split.v2 <- function(data = NULL, indices, axis = NULL, squeeze_axis = NULL, sections = NULL, out = NULL) {
+mx.nd.internal.split.v2 <- function(data = NULL, indices, axis = NULL, squeeze_axis = NULL, sections = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.split.v2")
   .weft_nd_invoke("_split_v2", list(data), c(indices = .weft_shape_param(indices), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis), sections = .weft_param(sections)), NULL, out)
 }
-mx.symbol.internal.split.v2 <- function(data = NULL, indices, axis = NULL, squeeze_axis = NULL, sections = NULL, name = NULL, attr = NULL) {
+mx.symbol.internal.split.v2 <- function(data = NULL, indices, axis = NULL, squeeze_axis = NULL, sections = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.split.v2")
   .weft_symbol_op("_split_v2", list(data = data), c(indices = .weft_shape_param(indices), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis), sections = .weft_param(sections)), NULL, name, attr)
 }
 
@@ -2215,6 +2988,7 @@ mx.nd.unravel.index <- function(data = NULL, shape = NULL, out = NULL) {
 mx.symbol.unravel.index <- function(data = NULL, shape = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_unravel_index", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
 }
+mx.symbol.unravel_index <- mx.symbol.unravel.index
 
 mx.nd.internal.while.loop <- function(..., num_outputs, num_out_data, max_iterations, cond_input_locs, func_input_locs, func_var_locs, out = NULL) {
   .weft_nd_invoke("_while_loop", .weft_dots(...), c(num_outputs = .weft_param(num_outputs), num_out_data = .weft_param(num_out_data), max_iterations = .weft_param(max_iterations), cond_input_locs = .weft_shape_param(cond_input_locs), func_input_locs = .weft_shape_param(func_input_locs), func_var_locs = .weft_shape_param(func_var_locs)), "num_args", out)
@@ -2244,24 +3018,49 @@ mx.symbol.abs <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("abs", list(data = data), c(), NULL, name, attr)
 }
 
-mx.nd.adadelta.update <- function(weight = NULL, grad = NULL, acc_g = NULL, acc_delta = NULL, rho = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
+mx.nd.internal.sparse.abs <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("abs", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.abs <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("abs", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.adadelta.update <- function(weight = NULL, grad = NULL, acc_g = NULL, acc_delta = NULL, rho = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.adadelta.update")
   .weft_nd_invoke("adadelta_update", list(weight, grad, acc_g, acc_delta), c(rho = .weft_param(rho), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
-mx.symbol.adadelta.update <- function(weight = NULL, grad = NULL, acc_g = NULL, acc_delta = NULL, rho = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, name = NULL, attr = NULL) {
+mx.symbol.adadelta.update <- function(weight = NULL, grad = NULL, acc_g = NULL, acc_delta = NULL, rho = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.adadelta.update")
   .weft_symbol_op("adadelta_update", list(weight = weight, grad = grad, acc_g = acc_g, acc_delta = acc_delta), c(rho = .weft_param(rho), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
+mx.symbol.adadelta_update <- mx.symbol.adadelta.update
 
-mx.nd.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
+mx.nd.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.adagrad.update")
   .weft_nd_invoke("adagrad_update", list(weight, grad, history), c(lr = .weft_param(lr), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
-mx.symbol.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, name = NULL, attr = NULL) {
+mx.symbol.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.adagrad.update")
   .weft_symbol_op("adagrad_update", list(weight = weight, grad = grad, history = history), c(lr = .weft_param(lr), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
+mx.symbol.adagrad_update <- mx.symbol.adagrad.update
 
-mx.nd.adam.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, out = NULL) {
+mx.nd.adam.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.adam.update")
   .weft_nd_invoke("adam_update", list(weight, grad, mean, var), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, out)
 }
-mx.symbol.adam.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, name = NULL, attr = NULL) {
+mx.symbol.adam.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.adam.update")
+  .weft_symbol_op("adam_update", list(weight = weight, grad = grad, mean = mean, var = var), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
+}
+mx.symbol.adam_update <- mx.symbol.adam.update
+
+mx.nd.internal.sparse.adam.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.sparse.adam.update")
+  .weft_nd_invoke("adam_update", list(weight, grad, mean, var), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, out)
+}
+mx.symbol.internal.sparse.adam.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.sparse.adam.update")
   .weft_symbol_op("adam_update", list(weight = weight, grad = grad, mean = mean, var = var), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
 }
 
@@ -2271,6 +3070,7 @@ mx.nd.add.n <- function(..., out = NULL) {
 mx.symbol.add.n <- function(..., name = NULL, attr = NULL) {
   .weft_symbol_op("add_n", .weft_dots(...), c(), "num_args", name, attr)
 }
+mx.symbol.add_n <- mx.symbol.add.n
 
 mx.nd.ElementWiseSum <- function(..., out = NULL) {
   .weft_nd_invoke("add_n", .weft_dots(...), c(), "num_args", out)
@@ -2279,12 +3079,29 @@ mx.symbol.ElementWiseSum <- function(..., name = NULL, attr = NULL) {
   .weft_symbol_op("add_n", .weft_dots(...), c(), "num_args", name, attr)
 }
 
-mx.nd.all.finite <- function(data = NULL, init_output = NULL, out = NULL) {
+mx.nd.internal.sparse.ElementWiseSum <- function(..., out = NULL) {
+  .weft_nd_invoke("add_n", .weft_dots(...), c(), "num_args", out)
+}
+mx.symbol.internal.sparse.ElementWiseSum <- function(..., name = NULL, attr = NULL) {
+  .weft_symbol_op("add_n", .weft_dots(...), c(), "num_args", name, attr)
+}
+
+mx.nd.internal.sparse.add.n <- function(..., out = NULL) {
+  .weft_nd_invoke("add_n", .weft_dots(...), c(), "num_args", out)
+}
+mx.symbol.internal.sparse.add.n <- function(..., name = NULL, attr = NULL) {
+  .weft_symbol_op("add_n", .weft_dots(...), c(), "num_args", name, attr)
+}
+
+mx.nd.all.finite <- function(data = NULL, init_output = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.all.finite")
   .weft_nd_invoke("all_finite", list(data), c(init_output = .weft_param(init_output)), NULL, out)
 }
-mx.symbol.all.finite <- function(data = NULL, init_output = NULL, name = NULL, attr = NULL) {
+mx.symbol.all.finite <- function(data = NULL, init_output = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.all.finite")
   .weft_symbol_op("all_finite", list(data = data), c(init_output = .weft_param(init_output)), NULL, name, attr)
 }
+mx.symbol.all_finite <- mx.symbol.all.finite
 
 mx.nd.amp.cast <- function(data = NULL, dtype, out = NULL) {
   .weft_nd_invoke("amp_cast", list(data), c(dtype = .weft_param(dtype)), NULL, out)
@@ -2292,6 +3109,7 @@ mx.nd.amp.cast <- function(data = NULL, dtype, out = NULL) {
 mx.symbol.amp.cast <- function(data = NULL, dtype, name = NULL, attr = NULL) {
   .weft_symbol_op("amp_cast", list(data = data), c(dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.amp_cast <- mx.symbol.amp.cast
 
 mx.nd.amp.multicast <- function(..., cast_narrow = NULL, out = NULL) {
   .weft_nd_invoke("amp_multicast", .weft_dots(...), c(cast_narrow = .weft_param(cast_narrow)), "num_outputs", out)
@@ -2299,11 +3117,19 @@ mx.nd.amp.multicast <- function(..., cast_narrow = NULL, out = NULL) {
 mx.symbol.amp.multicast <- function(..., cast_narrow = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("amp_multicast", .weft_dots(...), c(cast_narrow = .weft_param(cast_narrow)), "num_outputs", name, attr)
 }
+mx.symbol.amp_multicast <- mx.symbol.amp.multicast
 
 mx.nd.arccos <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("arccos", list(data), c(), NULL, out)
 }
 mx.symbol.arccos <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("arccos", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.arccos <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("arccos", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.arccos <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("arccos", list(data = data), c(), NULL, name, attr)
 }
 
@@ -2314,10 +3140,24 @@ mx.symbol.arccosh <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("arccosh", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.arccosh <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("arccosh", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.arccosh <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("arccosh", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.arcsin <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("arcsin", list(data), c(), NULL, out)
 }
 mx.symbol.arcsin <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("arcsin", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.arcsin <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("arcsin", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.arcsin <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("arcsin", list(data = data), c(), NULL, name, attr)
 }
 
@@ -2328,6 +3168,13 @@ mx.symbol.arcsinh <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("arcsinh", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.arcsinh <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("arcsinh", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.arcsinh <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("arcsinh", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.arctan <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("arctan", list(data), c(), NULL, out)
 }
@@ -2335,10 +3182,24 @@ mx.symbol.arctan <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("arctan", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.arctan <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("arctan", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.arctan <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("arctan", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.arctanh <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("arctanh", list(data), c(), NULL, out)
 }
 mx.symbol.arctanh <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("arctanh", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.arctanh <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("arctanh", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.arctanh <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("arctanh", list(data = data), c(), NULL, name, attr)
 }
 
@@ -2355,6 +3216,7 @@ mx.nd.argmax.channel <- function(data = NULL, out = NULL) {
 mx.symbol.argmax.channel <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("argmax_channel", list(data = data), c(), NULL, name, attr)
 }
+mx.symbol.argmax_channel <- mx.symbol.argmax.channel
 
 mx.nd.argmin <- function(data = NULL, axis = NULL, keepdims = NULL, out = NULL) {
   .weft_nd_invoke("argmin", list(data), c(axis = .weft_param(axis), keepdims = .weft_param(keepdims)), NULL, out)
@@ -2363,19 +3225,24 @@ mx.symbol.argmin <- function(data = NULL, axis = NULL, keepdims = NULL, name = N
   .weft_symbol_op("argmin", list(data = data), c(axis = .weft_param(axis), keepdims = .weft_param(keepdims)), NULL, name, attr)
 }
 
-mx.nd.argsort <- function(data = NULL, axis = NULL, is_ascend = NULL, dtype = NULL, out = NULL) {
+mx.nd.argsort <- function(data = NULL, axis = NULL, is_ascend = NULL, dtype = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.argsort")
   .weft_nd_invoke("argsort", list(data), c(axis = .weft_param(axis), is_ascend = .weft_param(is_ascend), dtype = .weft_param(dtype)), NULL, out)
 }
-mx.symbol.argsort <- function(data = NULL, axis = NULL, is_ascend = NULL, dtype = NULL, name = NULL, attr = NULL) {
+mx.symbol.argsort <- function(data = NULL, axis = NULL, is_ascend = NULL, dtype = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.argsort")
   .weft_symbol_op("argsort", list(data = data), c(axis = .weft_param(axis), is_ascend = .weft_param(is_ascend), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
-mx.nd.batch.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_b = NULL, forward_stype = NULL, out = NULL) {
+mx.nd.batch.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_b = NULL, forward_stype = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.batch.dot")
   .weft_nd_invoke("batch_dot", list(lhs, rhs), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), forward_stype = .weft_param(forward_stype)), NULL, out)
 }
-mx.symbol.batch.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_b = NULL, forward_stype = NULL, name = NULL, attr = NULL) {
+mx.symbol.batch.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_b = NULL, forward_stype = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.batch.dot")
   .weft_symbol_op("batch_dot", list(lhs = lhs, rhs = rhs), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), forward_stype = .weft_param(forward_stype)), NULL, name, attr)
 }
+mx.symbol.batch_dot <- mx.symbol.batch.dot
 
 mx.nd.batch.take <- function(a = NULL, indices = NULL, out = NULL) {
   .weft_nd_invoke("batch_take", list(a, indices), c(), NULL, out)
@@ -2383,11 +3250,27 @@ mx.nd.batch.take <- function(a = NULL, indices = NULL, out = NULL) {
 mx.symbol.batch.take <- function(a = NULL, indices = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("batch_take", list(a = a, indices = indices), c(), NULL, name, attr)
 }
+mx.symbol.batch_take <- mx.symbol.batch.take
 
 mx.nd.broadcast.add <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_add", list(lhs, rhs), c(), NULL, out)
 }
 mx.symbol.broadcast.add <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("broadcast_add", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+mx.symbol.broadcast_add <- mx.symbol.broadcast.add
+
+mx.nd.internal.sparse.broadcast.add <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("broadcast_add", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.sparse.broadcast.add <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("broadcast_add", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.broadcast.plus <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("broadcast_add", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.sparse.broadcast.plus <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_add", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
@@ -2397,6 +3280,7 @@ mx.nd.broadcast.plus <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.plus <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_add", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_plus <- mx.symbol.broadcast.plus
 
 mx.nd.broadcast.axis <- function(data = NULL, axis = NULL, size = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_axis", list(data), c(axis = .weft_shape_param(axis), size = .weft_shape_param(size)), NULL, out)
@@ -2404,6 +3288,7 @@ mx.nd.broadcast.axis <- function(data = NULL, axis = NULL, size = NULL, out = NU
 mx.symbol.broadcast.axis <- function(data = NULL, axis = NULL, size = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_axis", list(data = data), c(axis = .weft_shape_param(axis), size = .weft_shape_param(size)), NULL, name, attr)
 }
+mx.symbol.broadcast_axis <- mx.symbol.broadcast.axis
 
 mx.nd.broadcast.axes <- function(data = NULL, axis = NULL, size = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_axis", list(data), c(axis = .weft_shape_param(axis), size = .weft_shape_param(size)), NULL, out)
@@ -2411,11 +3296,20 @@ mx.nd.broadcast.axes <- function(data = NULL, axis = NULL, size = NULL, out = NU
 mx.symbol.broadcast.axes <- function(data = NULL, axis = NULL, size = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_axis", list(data = data), c(axis = .weft_shape_param(axis), size = .weft_shape_param(size)), NULL, name, attr)
 }
+mx.symbol.broadcast_axes <- mx.symbol.broadcast.axes
 
 mx.nd.broadcast.div <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_div", list(lhs, rhs), c(), NULL, out)
 }
 mx.symbol.broadcast.div <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("broadcast_div", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+mx.symbol.broadcast_div <- mx.symbol.broadcast.div
+
+mx.nd.internal.sparse.broadcast.div <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("broadcast_div", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.sparse.broadcast.div <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_div", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
@@ -2425,6 +3319,7 @@ mx.nd.broadcast.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.equal <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_equal <- mx.symbol.broadcast.equal
 
 mx.nd.broadcast.greater <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_greater", list(lhs, rhs), c(), NULL, out)
@@ -2432,6 +3327,7 @@ mx.nd.broadcast.greater <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.greater <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_greater", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_greater <- mx.symbol.broadcast.greater
 
 mx.nd.broadcast.greater.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_greater_equal", list(lhs, rhs), c(), NULL, out)
@@ -2439,6 +3335,7 @@ mx.nd.broadcast.greater.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.greater.equal <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_greater_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_greater_equal <- mx.symbol.broadcast.greater.equal
 
 mx.nd.broadcast.hypot <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_hypot", list(lhs, rhs), c(), NULL, out)
@@ -2446,6 +3343,7 @@ mx.nd.broadcast.hypot <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.hypot <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_hypot", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_hypot <- mx.symbol.broadcast.hypot
 
 mx.nd.broadcast.lesser <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_lesser", list(lhs, rhs), c(), NULL, out)
@@ -2453,6 +3351,7 @@ mx.nd.broadcast.lesser <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.lesser <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_lesser", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_lesser <- mx.symbol.broadcast.lesser
 
 mx.nd.broadcast.lesser.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_lesser_equal", list(lhs, rhs), c(), NULL, out)
@@ -2460,13 +3359,17 @@ mx.nd.broadcast.lesser.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.lesser.equal <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_lesser_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_lesser_equal <- mx.symbol.broadcast.lesser.equal
 
-mx.nd.broadcast.like <- function(lhs = NULL, rhs = NULL, lhs_axes = NULL, rhs_axes = NULL, out = NULL) {
+mx.nd.broadcast.like <- function(lhs = NULL, rhs = NULL, lhs_axes = NULL, rhs_axes = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.broadcast.like")
   .weft_nd_invoke("broadcast_like", list(lhs, rhs), c(lhs_axes = .weft_shape_param(lhs_axes), rhs_axes = .weft_shape_param(rhs_axes)), NULL, out)
 }
-mx.symbol.broadcast.like <- function(lhs = NULL, rhs = NULL, lhs_axes = NULL, rhs_axes = NULL, name = NULL, attr = NULL) {
+mx.symbol.broadcast.like <- function(lhs = NULL, rhs = NULL, lhs_axes = NULL, rhs_axes = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.broadcast.like")
   .weft_symbol_op("broadcast_like", list(lhs = lhs, rhs = rhs), c(lhs_axes = .weft_shape_param(lhs_axes), rhs_axes = .weft_shape_param(rhs_axes)), NULL, name, attr)
 }
+mx.symbol.broadcast_like <- mx.symbol.broadcast.like
 
 mx.nd.broadcast.logical.and <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_logical_and", list(lhs, rhs), c(), NULL, out)
@@ -2474,6 +3377,7 @@ mx.nd.broadcast.logical.and <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.logical.and <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_logical_and", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_logical_and <- mx.symbol.broadcast.logical.and
 
 mx.nd.broadcast.logical.or <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_logical_or", list(lhs, rhs), c(), NULL, out)
@@ -2481,6 +3385,7 @@ mx.nd.broadcast.logical.or <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.logical.or <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_logical_or", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_logical_or <- mx.symbol.broadcast.logical.or
 
 mx.nd.broadcast.logical.xor <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_logical_xor", list(lhs, rhs), c(), NULL, out)
@@ -2488,6 +3393,7 @@ mx.nd.broadcast.logical.xor <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.logical.xor <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_logical_xor", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_logical_xor <- mx.symbol.broadcast.logical.xor
 
 mx.nd.broadcast.maximum <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_maximum", list(lhs, rhs), c(), NULL, out)
@@ -2495,6 +3401,7 @@ mx.nd.broadcast.maximum <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.maximum <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_maximum", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_maximum <- mx.symbol.broadcast.maximum
 
 mx.nd.broadcast.minimum <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_minimum", list(lhs, rhs), c(), NULL, out)
@@ -2502,6 +3409,7 @@ mx.nd.broadcast.minimum <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.minimum <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_minimum", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_minimum <- mx.symbol.broadcast.minimum
 
 mx.nd.broadcast.mod <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_mod", list(lhs, rhs), c(), NULL, out)
@@ -2509,11 +3417,20 @@ mx.nd.broadcast.mod <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.mod <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_mod", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_mod <- mx.symbol.broadcast.mod
 
 mx.nd.broadcast.mul <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_mul", list(lhs, rhs), c(), NULL, out)
 }
 mx.symbol.broadcast.mul <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("broadcast_mul", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+mx.symbol.broadcast_mul <- mx.symbol.broadcast.mul
+
+mx.nd.internal.sparse.broadcast.mul <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("broadcast_mul", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.sparse.broadcast.mul <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_mul", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
@@ -2523,6 +3440,7 @@ mx.nd.broadcast.not.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.not.equal <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_not_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_not_equal <- mx.symbol.broadcast.not.equal
 
 mx.nd.broadcast.power <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_power", list(lhs, rhs), c(), NULL, out)
@@ -2530,11 +3448,27 @@ mx.nd.broadcast.power <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.power <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_power", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_power <- mx.symbol.broadcast.power
 
 mx.nd.broadcast.sub <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_sub", list(lhs, rhs), c(), NULL, out)
 }
 mx.symbol.broadcast.sub <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("broadcast_sub", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+mx.symbol.broadcast_sub <- mx.symbol.broadcast.sub
+
+mx.nd.internal.sparse.broadcast.minus <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("broadcast_sub", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.sparse.broadcast.minus <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("broadcast_sub", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.broadcast.sub <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("broadcast_sub", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.sparse.broadcast.sub <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_sub", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
@@ -2544,6 +3478,7 @@ mx.nd.broadcast.minus <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.minus <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_sub", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_minus <- mx.symbol.broadcast.minus
 
 mx.nd.broadcast.to <- function(data = NULL, shape, out = NULL) {
   .weft_nd_invoke("broadcast_to", list(data), c(shape = .weft_shape_param(shape)), NULL, out)
@@ -2551,11 +3486,20 @@ mx.nd.broadcast.to <- function(data = NULL, shape, out = NULL) {
 mx.symbol.broadcast.to <- function(data = NULL, shape, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_to", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
 }
+mx.symbol.broadcast_to <- mx.symbol.broadcast.to
 
 mx.nd.cast.storage <- function(data = NULL, stype, out = NULL) {
   .weft_nd_invoke("cast_storage", list(data), c(stype = .weft_param(stype)), NULL, out)
 }
 mx.symbol.cast.storage <- function(data = NULL, stype, name = NULL, attr = NULL) {
+  .weft_symbol_op("cast_storage", list(data = data), c(stype = .weft_param(stype)), NULL, name, attr)
+}
+mx.symbol.cast_storage <- mx.symbol.cast.storage
+
+mx.nd.internal.sparse.cast.storage <- function(data = NULL, stype, out = NULL) {
+  .weft_nd_invoke("cast_storage", list(data), c(stype = .weft_param(stype)), NULL, out)
+}
+mx.symbol.internal.sparse.cast.storage <- function(data = NULL, stype, name = NULL, attr = NULL) {
   .weft_symbol_op("cast_storage", list(data = data), c(stype = .weft_param(stype)), NULL, name, attr)
 }
 
@@ -2566,6 +3510,13 @@ mx.symbol.cbrt <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("cbrt", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.cbrt <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("cbrt", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.cbrt <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("cbrt", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.ceil <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("ceil", list(data), c(), NULL, out)
 }
@@ -2573,17 +3524,37 @@ mx.symbol.ceil <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("ceil", list(data = data), c(), NULL, name, attr)
 }
 
-mx.nd.clip <- function(data = NULL, a_min, a_max, out = NULL) {
+mx.nd.internal.sparse.ceil <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("ceil", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.ceil <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("ceil", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.clip <- function(data = NULL, a_min, a_max, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.clip")
   .weft_nd_invoke("clip", list(data), c(a_min = .weft_param(a_min), a_max = .weft_param(a_max)), NULL, out)
 }
-mx.symbol.clip <- function(data = NULL, a_min, a_max, name = NULL, attr = NULL) {
+mx.symbol.clip <- function(data = NULL, a_min, a_max, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.clip")
   .weft_symbol_op("clip", list(data = data), c(a_min = .weft_param(a_min), a_max = .weft_param(a_max)), NULL, name, attr)
 }
 
-mx.nd.col2im <- function(data = NULL, output_size, kernel, stride = NULL, dilate = NULL, pad = NULL, out = NULL) {
+mx.nd.internal.sparse.clip <- function(data = NULL, a_min, a_max, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.sparse.clip")
+  .weft_nd_invoke("clip", list(data), c(a_min = .weft_param(a_min), a_max = .weft_param(a_max)), NULL, out)
+}
+mx.symbol.internal.sparse.clip <- function(data = NULL, a_min, a_max, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.sparse.clip")
+  .weft_symbol_op("clip", list(data = data), c(a_min = .weft_param(a_min), a_max = .weft_param(a_max)), NULL, name, attr)
+}
+
+mx.nd.col2im <- function(data = NULL, output_size, kernel, stride = NULL, dilate = NULL, pad = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.col2im")
   .weft_nd_invoke("col2im", list(data), c(output_size = .weft_shape_param(output_size), kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad)), NULL, out)
 }
-mx.symbol.col2im <- function(data = NULL, output_size, kernel, stride = NULL, dilate = NULL, pad = NULL, name = NULL, attr = NULL) {
+mx.symbol.col2im <- function(data = NULL, output_size, kernel, stride = NULL, dilate = NULL, pad = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.col2im")
   .weft_symbol_op("col2im", list(data = data), c(output_size = .weft_shape_param(output_size), kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad)), NULL, name, attr)
 }
 
@@ -2594,10 +3565,24 @@ mx.symbol.cos <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("cos", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.cos <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("cos", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.cos <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("cos", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.cosh <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("cosh", list(data), c(), NULL, out)
 }
 mx.symbol.cosh <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("cosh", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.cosh <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("cosh", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.cosh <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("cosh", list(data = data), c(), NULL, name, attr)
 }
 
@@ -2608,12 +3593,22 @@ mx.symbol.degrees <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("degrees", list(data = data), c(), NULL, name, attr)
 }
 
-mx.nd.depth.to.space <- function(data = NULL, block_size, out = NULL) {
+mx.nd.internal.sparse.degrees <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("degrees", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.degrees <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("degrees", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.depth.to.space <- function(data = NULL, block_size, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.depth.to.space")
   .weft_nd_invoke("depth_to_space", list(data), c(block_size = .weft_param(block_size)), NULL, out)
 }
-mx.symbol.depth.to.space <- function(data = NULL, block_size, name = NULL, attr = NULL) {
+mx.symbol.depth.to.space <- function(data = NULL, block_size, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.depth.to.space")
   .weft_symbol_op("depth_to_space", list(data = data), c(block_size = .weft_param(block_size)), NULL, name, attr)
 }
+mx.symbol.depth_to_space <- mx.symbol.depth.to.space
 
 mx.nd.diag <- function(data = NULL, k = NULL, axis1 = NULL, axis2 = NULL, out = NULL) {
   .weft_nd_invoke("diag", list(data), c(k = .weft_param(k), axis1 = .weft_param(axis1), axis2 = .weft_param(axis2)), NULL, out)
@@ -2622,10 +3617,21 @@ mx.symbol.diag <- function(data = NULL, k = NULL, axis1 = NULL, axis2 = NULL, na
   .weft_symbol_op("diag", list(data = data), c(k = .weft_param(k), axis1 = .weft_param(axis1), axis2 = .weft_param(axis2)), NULL, name, attr)
 }
 
-mx.nd.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_b = NULL, forward_stype = NULL, out = NULL) {
+mx.nd.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_b = NULL, forward_stype = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.dot")
   .weft_nd_invoke("dot", list(lhs, rhs), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), forward_stype = .weft_param(forward_stype)), NULL, out)
 }
-mx.symbol.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_b = NULL, forward_stype = NULL, name = NULL, attr = NULL) {
+mx.symbol.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_b = NULL, forward_stype = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.dot")
+  .weft_symbol_op("dot", list(lhs = lhs, rhs = rhs), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), forward_stype = .weft_param(forward_stype)), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_b = NULL, forward_stype = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.sparse.dot")
+  .weft_nd_invoke("dot", list(lhs, rhs), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), forward_stype = .weft_param(forward_stype)), NULL, out)
+}
+mx.symbol.internal.sparse.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_b = NULL, forward_stype = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.sparse.dot")
   .weft_symbol_op("dot", list(lhs = lhs, rhs = rhs), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), forward_stype = .weft_param(forward_stype)), NULL, name, attr)
 }
 
@@ -2635,11 +3641,62 @@ mx.nd.elemwise.add <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.elemwise.add <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("elemwise_add", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.elemwise_add <- mx.symbol.elemwise.add
+
+mx.nd.internal.Plus <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_add", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Plus <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_add", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.add <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_add", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.add <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_add", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.plus <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_add", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.plus <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_add", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.elemwise.add <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_add", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.sparse.elemwise.add <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_add", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
 
 mx.nd.elemwise.div <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("elemwise_div", list(lhs, rhs), c(), NULL, out)
 }
 mx.symbol.elemwise.div <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_div", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+mx.symbol.elemwise_div <- mx.symbol.elemwise.div
+
+mx.nd.internal.Div <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_div", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Div <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_div", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.div <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_div", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.div <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_div", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.elemwise.div <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_div", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.sparse.elemwise.div <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("elemwise_div", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
@@ -2649,11 +3706,62 @@ mx.nd.elemwise.mul <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.elemwise.mul <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("elemwise_mul", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.elemwise_mul <- mx.symbol.elemwise.mul
+
+mx.nd.internal.Mul <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_mul", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Mul <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_mul", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.mul <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_mul", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.mul <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_mul", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.elemwise.mul <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_mul", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.sparse.elemwise.mul <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_mul", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
 
 mx.nd.elemwise.sub <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("elemwise_sub", list(lhs, rhs), c(), NULL, out)
 }
 mx.symbol.elemwise.sub <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_sub", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+mx.symbol.elemwise_sub <- mx.symbol.elemwise.sub
+
+mx.nd.internal.Minus <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_sub", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Minus <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_sub", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.minus <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_sub", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.minus <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_sub", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.elemwise.sub <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_sub", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.sparse.elemwise.sub <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_sub", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sub <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_sub", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.sub <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("elemwise_sub", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
@@ -2678,12 +3786,20 @@ mx.symbol.exp <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("exp", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.exp <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("exp", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.exp <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("exp", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.expand.dims <- function(data = NULL, axis, out = NULL) {
   .weft_nd_invoke("expand_dims", list(data), c(axis = .weft_param(axis)), NULL, out)
 }
 mx.symbol.expand.dims <- function(data = NULL, axis, name = NULL, attr = NULL) {
   .weft_symbol_op("expand_dims", list(data = data), c(axis = .weft_param(axis)), NULL, name, attr)
 }
+mx.symbol.expand_dims <- mx.symbol.expand.dims
 
 mx.nd.expm1 <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("expm1", list(data), c(), NULL, out)
@@ -2692,10 +3808,24 @@ mx.symbol.expm1 <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("expm1", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.expm1 <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("expm1", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.expm1 <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("expm1", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.fix <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("fix", list(data), c(), NULL, out)
 }
 mx.symbol.fix <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("fix", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.fix <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("fix", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.fix <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("fix", list(data = data), c(), NULL, name, attr)
 }
 
@@ -2720,17 +3850,39 @@ mx.symbol.floor <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("floor", list(data = data), c(), NULL, name, attr)
 }
 
-mx.nd.ftml.update <- function(weight = NULL, grad = NULL, d = NULL, v = NULL, z = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, wd = NULL, rescale_grad = NULL, clip_grad = NULL, out = NULL) {
-  .weft_nd_invoke("ftml_update", list(weight, grad, d, v, z), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_grad = .weft_param(clip_grad)), NULL, out)
+mx.nd.internal.sparse.floor <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("floor", list(data), c(), NULL, out)
 }
-mx.symbol.ftml.update <- function(weight = NULL, grad = NULL, d = NULL, v = NULL, z = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, wd = NULL, rescale_grad = NULL, clip_grad = NULL, name = NULL, attr = NULL) {
-  .weft_symbol_op("ftml_update", list(weight = weight, grad = grad, d = d, v = v, z = z), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_grad = .weft_param(clip_grad)), NULL, name, attr)
+mx.symbol.internal.sparse.floor <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("floor", list(data = data), c(), NULL, name, attr)
 }
 
-mx.nd.ftrl.update <- function(weight = NULL, grad = NULL, z = NULL, n = NULL, lr, lamda1 = NULL, beta = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
+mx.nd.ftml.update <- function(weight = NULL, grad = NULL, d = NULL, v = NULL, z = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, wd = NULL, rescale_grad = NULL, clip_grad = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.ftml.update")
+  .weft_nd_invoke("ftml_update", list(weight, grad, d, v, z), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_grad = .weft_param(clip_grad)), NULL, out)
+}
+mx.symbol.ftml.update <- function(weight = NULL, grad = NULL, d = NULL, v = NULL, z = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, wd = NULL, rescale_grad = NULL, clip_grad = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.ftml.update")
+  .weft_symbol_op("ftml_update", list(weight = weight, grad = grad, d = d, v = v, z = z), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_grad = .weft_param(clip_grad)), NULL, name, attr)
+}
+mx.symbol.ftml_update <- mx.symbol.ftml.update
+
+mx.nd.ftrl.update <- function(weight = NULL, grad = NULL, z = NULL, n = NULL, lr, lamda1 = NULL, beta = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.ftrl.update")
   .weft_nd_invoke("ftrl_update", list(weight, grad, z, n), c(lr = .weft_param(lr), lamda1 = .weft_param(lamda1), beta = .weft_param(beta), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
-mx.symbol.ftrl.update <- function(weight = NULL, grad = NULL, z = NULL, n = NULL, lr, lamda1 = NULL, beta = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, name = NULL, attr = NULL) {
+mx.symbol.ftrl.update <- function(weight = NULL, grad = NULL, z = NULL, n = NULL, lr, lamda1 = NULL, beta = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.ftrl.update")
+  .weft_symbol_op("ftrl_update", list(weight = weight, grad = grad, z = z, n = n), c(lr = .weft_param(lr), lamda1 = .weft_param(lamda1), beta = .weft_param(beta), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
+}
+mx.symbol.ftrl_update <- mx.symbol.ftrl.update
+
+mx.nd.internal.sparse.ftrl.update <- function(weight = NULL, grad = NULL, z = NULL, n = NULL, lr, lamda1 = NULL, beta = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.sparse.ftrl.update")
+  .weft_nd_invoke("ftrl_update", list(weight, grad, z, n), c(lr = .weft_param(lr), lamda1 = .weft_param(lamda1), beta = .weft_param(beta), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
+}
+mx.symbol.internal.sparse.ftrl.update <- function(weight = NULL, grad = NULL, z = NULL, n = NULL, lr, lamda1 = NULL, beta = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.sparse.ftrl.update")
   .weft_symbol_op("ftrl_update", list(weight = weight, grad = grad, z = z, n = n), c(lr = .weft_param(lr), lamda1 = .weft_param(lamda1), beta = .weft_param(beta), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
 
@@ -2741,10 +3893,24 @@ mx.symbol.gamma <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("gamma", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.gamma <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("gamma", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.gamma <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("gamma", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.gammaln <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("gammaln", list(data), c(), NULL, out)
 }
 mx.symbol.gammaln <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("gammaln", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.gammaln <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("gammaln", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.gammaln <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("gammaln", list(data = data), c(), NULL, name, attr)
 }
 
@@ -2754,6 +3920,7 @@ mx.nd.gather.nd <- function(data = NULL, indices = NULL, out = NULL) {
 mx.symbol.gather.nd <- function(data = NULL, indices = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("gather_nd", list(data = data, indices = indices), c(), NULL, name, attr)
 }
+mx.symbol.gather_nd <- mx.symbol.gather.nd
 
 mx.nd.hard.sigmoid <- function(data = NULL, alpha = NULL, beta = NULL, out = NULL) {
   .weft_nd_invoke("hard_sigmoid", list(data), c(alpha = .weft_param(alpha), beta = .weft_param(beta)), NULL, out)
@@ -2761,6 +3928,7 @@ mx.nd.hard.sigmoid <- function(data = NULL, alpha = NULL, beta = NULL, out = NUL
 mx.symbol.hard.sigmoid <- function(data = NULL, alpha = NULL, beta = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("hard_sigmoid", list(data = data), c(alpha = .weft_param(alpha), beta = .weft_param(beta)), NULL, name, attr)
 }
+mx.symbol.hard_sigmoid <- mx.symbol.hard.sigmoid
 
 mx.nd.im2col <- function(data = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, out = NULL) {
   .weft_nd_invoke("im2col", list(data), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad)), NULL, out)
@@ -2775,25 +3943,39 @@ mx.nd.khatri.rao <- function(..., out = NULL) {
 mx.symbol.khatri.rao <- function(..., name = NULL, attr = NULL) {
   .weft_symbol_op("khatri_rao", .weft_dots(...), c(), "num_args", name, attr)
 }
+mx.symbol.khatri_rao <- mx.symbol.khatri.rao
 
-mx.nd.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, bias_correction = NULL, wd, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
+mx.nd.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, bias_correction = NULL, wd, rescale_grad = NULL, clip_gradient = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.lamb.update.phase1")
   .weft_nd_invoke("lamb_update_phase1", list(weight, grad, mean, var), c(beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), bias_correction = .weft_param(bias_correction), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
-mx.symbol.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, bias_correction = NULL, wd, rescale_grad = NULL, clip_gradient = NULL, name = NULL, attr = NULL) {
+mx.symbol.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, bias_correction = NULL, wd, rescale_grad = NULL, clip_gradient = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.lamb.update.phase1")
   .weft_symbol_op("lamb_update_phase1", list(weight = weight, grad = grad, mean = mean, var = var), c(beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), bias_correction = .weft_param(bias_correction), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
+mx.symbol.lamb_update_phase1 <- mx.symbol.lamb.update.phase1
 
-mx.nd.lamb.update.phase2 <- function(weight = NULL, g = NULL, r1 = NULL, r2 = NULL, lr, lower_bound = NULL, upper_bound = NULL, out = NULL) {
+mx.nd.lamb.update.phase2 <- function(weight = NULL, g = NULL, r1 = NULL, r2 = NULL, lr, lower_bound = NULL, upper_bound = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.lamb.update.phase2")
   .weft_nd_invoke("lamb_update_phase2", list(weight, g, r1, r2), c(lr = .weft_param(lr), lower_bound = .weft_param(lower_bound), upper_bound = .weft_param(upper_bound)), NULL, out)
 }
-mx.symbol.lamb.update.phase2 <- function(weight = NULL, g = NULL, r1 = NULL, r2 = NULL, lr, lower_bound = NULL, upper_bound = NULL, name = NULL, attr = NULL) {
+mx.symbol.lamb.update.phase2 <- function(weight = NULL, g = NULL, r1 = NULL, r2 = NULL, lr, lower_bound = NULL, upper_bound = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.lamb.update.phase2")
   .weft_symbol_op("lamb_update_phase2", list(weight = weight, g = g, r1 = r1, r2 = r2), c(lr = .weft_param(lr), lower_bound = .weft_param(lower_bound), upper_bound = .weft_param(upper_bound)), NULL, name, attr)
 }
+mx.symbol.lamb_update_phase2 <- mx.symbol.lamb.update.phase2
 
 mx.nd.log <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("log", list(data), c(), NULL, out)
 }
 mx.symbol.log <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("log", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.log <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("log", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.log <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("log", list(data = data), c(), NULL, name, attr)
 }
 
@@ -2804,10 +3986,24 @@ mx.symbol.log10 <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("log10", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.log10 <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("log10", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.log10 <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("log10", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.log1p <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("log1p", list(data), c(), NULL, out)
 }
 mx.symbol.log1p <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("log1p", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.log1p <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("log1p", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.log1p <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("log1p", list(data = data), c(), NULL, name, attr)
 }
 
@@ -2818,12 +4014,22 @@ mx.symbol.log2 <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("log2", list(data = data), c(), NULL, name, attr)
 }
 
-mx.nd.log.softmax <- function(data = NULL, length = NULL, axis = NULL, temperature = NULL, dtype = NULL, use_length = NULL, out = NULL) {
+mx.nd.internal.sparse.log2 <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("log2", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.log2 <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("log2", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.log.softmax <- function(data = NULL, length = NULL, axis = NULL, temperature = NULL, dtype = NULL, use_length = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.log.softmax")
   .weft_nd_invoke("log_softmax", list(data, length), c(axis = .weft_param(axis), temperature = .weft_param(temperature), dtype = .weft_param(dtype), use_length = .weft_param(use_length)), NULL, out)
 }
-mx.symbol.log.softmax <- function(data = NULL, length = NULL, axis = NULL, temperature = NULL, dtype = NULL, use_length = NULL, name = NULL, attr = NULL) {
+mx.symbol.log.softmax <- function(data = NULL, length = NULL, axis = NULL, temperature = NULL, dtype = NULL, use_length = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.log.softmax")
   .weft_symbol_op("log_softmax", list(data = data, length = length), c(axis = .weft_param(axis), temperature = .weft_param(temperature), dtype = .weft_param(dtype), use_length = .weft_param(use_length)), NULL, name, attr)
 }
+mx.symbol.log_softmax <- mx.symbol.log.softmax
 
 mx.nd.logical.not <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("logical_not", list(data), c(), NULL, out)
@@ -2831,6 +4037,7 @@ mx.nd.logical.not <- function(data = NULL, out = NULL) {
 mx.symbol.logical.not <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("logical_not", list(data = data), c(), NULL, name, attr)
 }
+mx.symbol.logical_not <- mx.symbol.logical.not
 
 mx.nd.max <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
   .weft_nd_invoke("max", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
@@ -2845,11 +4052,19 @@ mx.nd.max.axis <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = 
 mx.symbol.max.axis <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("max", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
 }
+mx.symbol.max_axis <- mx.symbol.max.axis
 
 mx.nd.mean <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
   .weft_nd_invoke("mean", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
 }
 mx.symbol.mean <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("mean", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.mean <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
+  .weft_nd_invoke("mean", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
+}
+mx.symbol.internal.sparse.mean <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("mean", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
 }
 
@@ -2866,6 +4081,7 @@ mx.nd.min.axis <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = 
 mx.symbol.min.axis <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("min", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
 }
+mx.symbol.min_axis <- mx.symbol.min.axis
 
 mx.nd.moments <- function(data = NULL, axes = NULL, keepdims = NULL, out = NULL) {
   .weft_nd_invoke("moments", list(data), c(axes = .weft_shape_param(axes), keepdims = .weft_param(keepdims)), NULL, out)
@@ -2874,40 +4090,55 @@ mx.symbol.moments <- function(data = NULL, axes = NULL, keepdims = NULL, name = 
   .weft_symbol_op("moments", list(data = data), c(axes = .weft_shape_param(axes), keepdims = .weft_param(keepdims)), NULL, name, attr)
 }
 
-mx.nd.mp.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, bias_correction = NULL, wd, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
+mx.nd.mp.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, bias_correction = NULL, wd, rescale_grad = NULL, clip_gradient = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.mp.lamb.update.phase1")
   .weft_nd_invoke("mp_lamb_update_phase1", list(weight, grad, mean, var, weight32), c(beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), bias_correction = .weft_param(bias_correction), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
-mx.symbol.mp.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, bias_correction = NULL, wd, rescale_grad = NULL, clip_gradient = NULL, name = NULL, attr = NULL) {
+mx.symbol.mp.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, bias_correction = NULL, wd, rescale_grad = NULL, clip_gradient = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.mp.lamb.update.phase1")
   .weft_symbol_op("mp_lamb_update_phase1", list(weight = weight, grad = grad, mean = mean, var = var, weight32 = weight32), c(beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), bias_correction = .weft_param(bias_correction), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
+mx.symbol.mp_lamb_update_phase1 <- mx.symbol.mp.lamb.update.phase1
 
-mx.nd.mp.lamb.update.phase2 <- function(weight = NULL, g = NULL, r1 = NULL, r2 = NULL, weight32 = NULL, lr, lower_bound = NULL, upper_bound = NULL, out = NULL) {
+mx.nd.mp.lamb.update.phase2 <- function(weight = NULL, g = NULL, r1 = NULL, r2 = NULL, weight32 = NULL, lr, lower_bound = NULL, upper_bound = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.mp.lamb.update.phase2")
   .weft_nd_invoke("mp_lamb_update_phase2", list(weight, g, r1, r2, weight32), c(lr = .weft_param(lr), lower_bound = .weft_param(lower_bound), upper_bound = .weft_param(upper_bound)), NULL, out)
 }
-mx.symbol.mp.lamb.update.phase2 <- function(weight = NULL, g = NULL, r1 = NULL, r2 = NULL, weight32 = NULL, lr, lower_bound = NULL, upper_bound = NULL, name = NULL, attr = NULL) {
+mx.symbol.mp.lamb.update.phase2 <- function(weight = NULL, g = NULL, r1 = NULL, r2 = NULL, weight32 = NULL, lr, lower_bound = NULL, upper_bound = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.mp.lamb.update.phase2")
   .weft_symbol_op("mp_lamb_update_phase2", list(weight = weight, g = g, r1 = r1, r2 = r2, weight32 = weight32), c(lr = .weft_param(lr), lower_bound = .weft_param(lower_bound), upper_bound = .weft_param(upper_bound)), NULL, name, attr)
 }
+mx.symbol.mp_lamb_update_phase2 <- mx.symbol.mp.lamb.update.phase2
 
-mx.nd.mp.nag.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, weight32 = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
+mx.nd.mp.nag.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, weight32 = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.mp.nag.mom.update")
   .weft_nd_invoke("mp_nag_mom_update", list(weight, grad, mom, weight32), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
-mx.symbol.mp.nag.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, weight32 = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, name = NULL, attr = NULL) {
+mx.symbol.mp.nag.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, weight32 = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.mp.nag.mom.update")
   .weft_symbol_op("mp_nag_mom_update", list(weight = weight, grad = grad, mom = mom, weight32 = weight32), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
+mx.symbol.mp_nag_mom_update <- mx.symbol.mp.nag.mom.update
 
-mx.nd.mp.sgd.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, weight32 = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, out = NULL) {
+mx.nd.mp.sgd.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, weight32 = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.mp.sgd.mom.update")
   .weft_nd_invoke("mp_sgd_mom_update", list(weight, grad, mom, weight32), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, out)
 }
-mx.symbol.mp.sgd.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, weight32 = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, name = NULL, attr = NULL) {
+mx.symbol.mp.sgd.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, weight32 = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.mp.sgd.mom.update")
   .weft_symbol_op("mp_sgd_mom_update", list(weight = weight, grad = grad, mom = mom, weight32 = weight32), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
 }
+mx.symbol.mp_sgd_mom_update <- mx.symbol.mp.sgd.mom.update
 
-mx.nd.mp.sgd.update <- function(weight = NULL, grad = NULL, weight32 = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, out = NULL) {
+mx.nd.mp.sgd.update <- function(weight = NULL, grad = NULL, weight32 = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.mp.sgd.update")
   .weft_nd_invoke("mp_sgd_update", list(weight, grad, weight32), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, out)
 }
-mx.symbol.mp.sgd.update <- function(weight = NULL, grad = NULL, weight32 = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, name = NULL, attr = NULL) {
+mx.symbol.mp.sgd.update <- function(weight = NULL, grad = NULL, weight32 = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.mp.sgd.update")
   .weft_symbol_op("mp_sgd_update", list(weight = weight, grad = grad, weight32 = weight32), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
 }
+mx.symbol.mp_sgd_update <- mx.symbol.mp.sgd.update
 
 mx.nd.multi.all.finite <- function(..., init_output = NULL, out = NULL) {
   .weft_nd_invoke("multi_all_finite", .weft_dots(...), c(init_output = .weft_param(init_output)), "num_arrays", out)
@@ -2915,13 +4146,17 @@ mx.nd.multi.all.finite <- function(..., init_output = NULL, out = NULL) {
 mx.symbol.multi.all.finite <- function(..., init_output = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("multi_all_finite", .weft_dots(...), c(init_output = .weft_param(init_output)), "num_arrays", name, attr)
 }
+mx.symbol.multi_all_finite <- mx.symbol.multi.all.finite
 
-mx.nd.multi.lars <- function(lrs = NULL, weights_sum_sq = NULL, grads_sum_sq = NULL, wds = NULL, eta, eps, rescale_grad = NULL, out = NULL) {
+mx.nd.multi.lars <- function(lrs = NULL, weights_sum_sq = NULL, grads_sum_sq = NULL, wds = NULL, eta, eps, rescale_grad = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.multi.lars")
   .weft_nd_invoke("multi_lars", list(lrs, weights_sum_sq, grads_sum_sq, wds), c(eta = .weft_param(eta), eps = .weft_param(eps), rescale_grad = .weft_param(rescale_grad)), NULL, out)
 }
-mx.symbol.multi.lars <- function(lrs = NULL, weights_sum_sq = NULL, grads_sum_sq = NULL, wds = NULL, eta, eps, rescale_grad = NULL, name = NULL, attr = NULL) {
+mx.symbol.multi.lars <- function(lrs = NULL, weights_sum_sq = NULL, grads_sum_sq = NULL, wds = NULL, eta, eps, rescale_grad = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.multi.lars")
   .weft_symbol_op("multi_lars", list(lrs = lrs, weights_sum_sq = weights_sum_sq, grads_sum_sq = grads_sum_sq, wds = wds), c(eta = .weft_param(eta), eps = .weft_param(eps), rescale_grad = .weft_param(rescale_grad)), NULL, name, attr)
 }
+mx.symbol.multi_lars <- mx.symbol.multi.lars
 
 mx.nd.multi.mp.sgd.mom.update <- function(..., lrs, wds, momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
   .weft_nd_invoke("multi_mp_sgd_mom_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), wds = .weft_shape_param(wds), momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
@@ -2929,6 +4164,7 @@ mx.nd.multi.mp.sgd.mom.update <- function(..., lrs, wds, momentum = NULL, rescal
 mx.symbol.multi.mp.sgd.mom.update <- function(..., lrs, wds, momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("multi_mp_sgd_mom_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), wds = .weft_shape_param(wds), momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
 }
+mx.symbol.multi_mp_sgd_mom_update <- mx.symbol.multi.mp.sgd.mom.update
 
 mx.nd.multi.mp.sgd.update <- function(..., lrs, wds, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
   .weft_nd_invoke("multi_mp_sgd_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), wds = .weft_shape_param(wds), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
@@ -2936,6 +4172,7 @@ mx.nd.multi.mp.sgd.update <- function(..., lrs, wds, rescale_grad = NULL, clip_g
 mx.symbol.multi.mp.sgd.update <- function(..., lrs, wds, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("multi_mp_sgd_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), wds = .weft_shape_param(wds), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
 }
+mx.symbol.multi_mp_sgd_update <- mx.symbol.multi.mp.sgd.update
 
 mx.nd.multi.sgd.mom.update <- function(..., lrs, wds, momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
   .weft_nd_invoke("multi_sgd_mom_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), wds = .weft_shape_param(wds), momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
@@ -2943,6 +4180,7 @@ mx.nd.multi.sgd.mom.update <- function(..., lrs, wds, momentum = NULL, rescale_g
 mx.symbol.multi.sgd.mom.update <- function(..., lrs, wds, momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("multi_sgd_mom_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), wds = .weft_shape_param(wds), momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
 }
+mx.symbol.multi_sgd_mom_update <- mx.symbol.multi.sgd.mom.update
 
 mx.nd.multi.sgd.update <- function(..., lrs, wds, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
   .weft_nd_invoke("multi_sgd_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), wds = .weft_shape_param(wds), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
@@ -2950,6 +4188,7 @@ mx.nd.multi.sgd.update <- function(..., lrs, wds, rescale_grad = NULL, clip_grad
 mx.symbol.multi.sgd.update <- function(..., lrs, wds, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("multi_sgd_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), wds = .weft_shape_param(wds), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
 }
+mx.symbol.multi_sgd_update <- mx.symbol.multi.sgd.update
 
 mx.nd.multi.sum.sq <- function(..., out = NULL) {
   .weft_nd_invoke("multi_sum_sq", .weft_dots(...), c(), "num_arrays", out)
@@ -2957,13 +4196,17 @@ mx.nd.multi.sum.sq <- function(..., out = NULL) {
 mx.symbol.multi.sum.sq <- function(..., name = NULL, attr = NULL) {
   .weft_symbol_op("multi_sum_sq", .weft_dots(...), c(), "num_arrays", name, attr)
 }
+mx.symbol.multi_sum_sq <- mx.symbol.multi.sum.sq
 
-mx.nd.nag.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
+mx.nd.nag.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.nag.mom.update")
   .weft_nd_invoke("nag_mom_update", list(weight, grad, mom), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
-mx.symbol.nag.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, name = NULL, attr = NULL) {
+mx.symbol.nag.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.nag.mom.update")
   .weft_symbol_op("nag_mom_update", list(weight = weight, grad = grad, mom = mom), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
+mx.symbol.nag_mom_update <- mx.symbol.nag.mom.update
 
 mx.nd.nanprod <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
   .weft_nd_invoke("nanprod", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
@@ -2986,19 +4229,40 @@ mx.symbol.negative <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("negative", list(data = data), c(), NULL, name, attr)
 }
 
-mx.nd.norm <- function(data = NULL, ord = NULL, axis = NULL, out_dtype = NULL, keepdims = NULL, out = NULL) {
+mx.nd.internal.sparse.negative <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("negative", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.negative <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("negative", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.norm <- function(data = NULL, ord = NULL, axis = NULL, out_dtype = NULL, keepdims = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.norm")
   .weft_nd_invoke("norm", list(data), c(ord = .weft_param(ord), axis = .weft_shape_param(axis), out_dtype = .weft_param(out_dtype), keepdims = .weft_param(keepdims)), NULL, out)
 }
-mx.symbol.norm <- function(data = NULL, ord = NULL, axis = NULL, out_dtype = NULL, keepdims = NULL, name = NULL, attr = NULL) {
+mx.symbol.norm <- function(data = NULL, ord = NULL, axis = NULL, out_dtype = NULL, keepdims = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.norm")
   .weft_symbol_op("norm", list(data = data), c(ord = .weft_param(ord), axis = .weft_shape_param(axis), out_dtype = .weft_param(out_dtype), keepdims = .weft_param(keepdims)), NULL, name, attr)
 }
 
-mx.nd.one.hot <- function(indices = NULL, depth, on_value = NULL, off_value = NULL, dtype = NULL, out = NULL) {
+mx.nd.internal.sparse.norm <- function(data = NULL, ord = NULL, axis = NULL, out_dtype = NULL, keepdims = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.sparse.norm")
+  .weft_nd_invoke("norm", list(data), c(ord = .weft_param(ord), axis = .weft_shape_param(axis), out_dtype = .weft_param(out_dtype), keepdims = .weft_param(keepdims)), NULL, out)
+}
+mx.symbol.internal.sparse.norm <- function(data = NULL, ord = NULL, axis = NULL, out_dtype = NULL, keepdims = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.sparse.norm")
+  .weft_symbol_op("norm", list(data = data), c(ord = .weft_param(ord), axis = .weft_shape_param(axis), out_dtype = .weft_param(out_dtype), keepdims = .weft_param(keepdims)), NULL, name, attr)
+}
+
+mx.nd.one.hot <- function(indices = NULL, depth, on_value = NULL, off_value = NULL, dtype = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.one.hot")
   .weft_nd_invoke("one_hot", list(indices), c(depth = .weft_param(depth), on_value = .weft_param(on_value), off_value = .weft_param(off_value), dtype = .weft_param(dtype)), NULL, out)
 }
-mx.symbol.one.hot <- function(indices = NULL, depth, on_value = NULL, off_value = NULL, dtype = NULL, name = NULL, attr = NULL) {
+mx.symbol.one.hot <- function(indices = NULL, depth, on_value = NULL, off_value = NULL, dtype = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.one.hot")
   .weft_symbol_op("one_hot", list(indices = indices), c(depth = .weft_param(depth), on_value = .weft_param(on_value), off_value = .weft_param(off_value), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.one_hot <- mx.symbol.one.hot
 
 mx.nd.ones.like <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("ones_like", list(data), c(), NULL, out)
@@ -3006,6 +4270,7 @@ mx.nd.ones.like <- function(data = NULL, out = NULL) {
 mx.symbol.ones.like <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("ones_like", list(data = data), c(), NULL, name, attr)
 }
+mx.symbol.ones_like <- mx.symbol.ones.like
 
 mx.nd.pick <- function(data = NULL, index = NULL, axis = NULL, keepdims = NULL, mode = NULL, out = NULL) {
   .weft_nd_invoke("pick", list(data, index), c(axis = .weft_param(axis), keepdims = .weft_param(keepdims), mode = .weft_param(mode)), NULL, out)
@@ -3020,6 +4285,7 @@ mx.nd.choose.element.0index <- function(data = NULL, index = NULL, axis = NULL, 
 mx.symbol.choose.element.0index <- function(data = NULL, index = NULL, axis = NULL, keepdims = NULL, mode = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("pick", list(data = data, index = index), c(axis = .weft_param(axis), keepdims = .weft_param(keepdims), mode = .weft_param(mode)), NULL, name, attr)
 }
+mx.symbol.choose_element_0index <- mx.symbol.choose.element.0index
 
 mx.nd.preloaded.multi.mp.sgd.mom.update <- function(..., momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
   .weft_nd_invoke("preloaded_multi_mp_sgd_mom_update", .weft_dots(...), c(momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
@@ -3027,6 +4293,7 @@ mx.nd.preloaded.multi.mp.sgd.mom.update <- function(..., momentum = NULL, rescal
 mx.symbol.preloaded.multi.mp.sgd.mom.update <- function(..., momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("preloaded_multi_mp_sgd_mom_update", .weft_dots(...), c(momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
 }
+mx.symbol.preloaded_multi_mp_sgd_mom_update <- mx.symbol.preloaded.multi.mp.sgd.mom.update
 
 mx.nd.preloaded.multi.mp.sgd.update <- function(..., rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
   .weft_nd_invoke("preloaded_multi_mp_sgd_update", .weft_dots(...), c(rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
@@ -3034,6 +4301,7 @@ mx.nd.preloaded.multi.mp.sgd.update <- function(..., rescale_grad = NULL, clip_g
 mx.symbol.preloaded.multi.mp.sgd.update <- function(..., rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("preloaded_multi_mp_sgd_update", .weft_dots(...), c(rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
 }
+mx.symbol.preloaded_multi_mp_sgd_update <- mx.symbol.preloaded.multi.mp.sgd.update
 
 mx.nd.preloaded.multi.sgd.mom.update <- function(..., momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
   .weft_nd_invoke("preloaded_multi_sgd_mom_update", .weft_dots(...), c(momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
@@ -3041,6 +4309,7 @@ mx.nd.preloaded.multi.sgd.mom.update <- function(..., momentum = NULL, rescale_g
 mx.symbol.preloaded.multi.sgd.mom.update <- function(..., momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("preloaded_multi_sgd_mom_update", .weft_dots(...), c(momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
 }
+mx.symbol.preloaded_multi_sgd_mom_update <- mx.symbol.preloaded.multi.sgd.mom.update
 
 mx.nd.preloaded.multi.sgd.update <- function(..., rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
   .weft_nd_invoke("preloaded_multi_sgd_update", .weft_dots(...), c(rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
@@ -3048,6 +4317,7 @@ mx.nd.preloaded.multi.sgd.update <- function(..., rescale_grad = NULL, clip_grad
 mx.symbol.preloaded.multi.sgd.update <- function(..., rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("preloaded_multi_sgd_update", .weft_dots(...), c(rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
 }
+mx.symbol.preloaded_multi_sgd_update <- mx.symbol.preloaded.multi.sgd.update
 
 mx.nd.prod <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
   .weft_nd_invoke("prod", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
@@ -3060,6 +4330,13 @@ mx.nd.radians <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("radians", list(data), c(), NULL, out)
 }
 mx.symbol.radians <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("radians", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.radians <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("radians", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.radians <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("radians", list(data = data), c(), NULL, name, attr)
 }
 
@@ -3084,6 +4361,13 @@ mx.symbol.relu <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("relu", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.relu <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("relu", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.relu <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("relu", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.repeat <- function(data = NULL, repeats, axis = NULL, out = NULL) {
   .weft_nd_invoke("repeat", list(data), c(repeats = .weft_param(repeats), axis = .weft_param(axis)), NULL, out)
 }
@@ -3097,27 +4381,35 @@ mx.nd.reset.arrays <- function(..., out = NULL) {
 mx.symbol.reset.arrays <- function(..., name = NULL, attr = NULL) {
   .weft_symbol_op("reset_arrays", .weft_dots(...), c(), "num_arrays", name, attr)
 }
+mx.symbol.reset_arrays <- mx.symbol.reset.arrays
 
-mx.nd.reshape <- function(data = NULL, shape = NULL, reverse = NULL, target_shape = NULL, keep_highest = NULL, out = NULL) {
+mx.nd.reshape <- function(data = NULL, shape = NULL, reverse = NULL, target_shape = NULL, keep_highest = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.reshape")
   .weft_nd_invoke("reshape", list(data), c(shape = .weft_shape_param(shape), reverse = .weft_param(reverse), target_shape = .weft_shape_param(target_shape), keep_highest = .weft_param(keep_highest)), NULL, out)
 }
-mx.symbol.reshape <- function(data = NULL, shape = NULL, reverse = NULL, target_shape = NULL, keep_highest = NULL, name = NULL, attr = NULL) {
+mx.symbol.reshape <- function(data = NULL, shape = NULL, reverse = NULL, target_shape = NULL, keep_highest = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.reshape")
   .weft_symbol_op("reshape", list(data = data), c(shape = .weft_shape_param(shape), reverse = .weft_param(reverse), target_shape = .weft_shape_param(target_shape), keep_highest = .weft_param(keep_highest)), NULL, name, attr)
 }
 
-mx.nd.Reshape <- function(data = NULL, shape = NULL, reverse = NULL, target_shape = NULL, keep_highest = NULL, out = NULL) {
+mx.nd.Reshape <- function(data = NULL, shape = NULL, reverse = NULL, target_shape = NULL, keep_highest = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.Reshape")
   .weft_nd_invoke("reshape", list(data), c(shape = .weft_shape_param(shape), reverse = .weft_param(reverse), target_shape = .weft_shape_param(target_shape), keep_highest = .weft_param(keep_highest)), NULL, out)
 }
-mx.symbol.Reshape <- function(data = NULL, shape = NULL, reverse = NULL, target_shape = NULL, keep_highest = NULL, name = NULL, attr = NULL) {
+mx.symbol.Reshape <- function(data = NULL, shape = NULL, reverse = NULL, target_shape = NULL, keep_highest = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.Reshape")
   .weft_symbol_op("reshape", list(data = data), c(shape = .weft_shape_param(shape), reverse = .weft_param(reverse), target_shape = .weft_shape_param(target_shape), keep_highest = .weft_param(keep_highest)), NULL, name, attr)
 }
 
-mx.nd.reshape.like <- function(lhs = NULL, rhs = NULL, lhs_begin = NULL, lhs_end = NULL, rhs_begin = NULL, rhs_end = NULL, out = NULL) {
+mx.nd.reshape.like <- function(lhs = NULL, rhs = NULL, lhs_begin = NULL, lhs_end = NULL, rhs_begin = NULL, rhs_end = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.reshape.like")
   .weft_nd_invoke("reshape_like", list(lhs, rhs), c(lhs_begin = .weft_param(lhs_begin), lhs_end = .weft_param(lhs_end), rhs_begin = .weft_param(rhs_begin), rhs_end = .weft_param(rhs_end)), NULL, out)
 }
-mx.symbol.reshape.like <- function(lhs = NULL, rhs = NULL, lhs_begin = NULL, lhs_end = NULL, rhs_begin = NULL, rhs_end = NULL, name = NULL, attr = NULL) {
+mx.symbol.reshape.like <- function(lhs = NULL, rhs = NULL, lhs_begin = NULL, lhs_end = NULL, rhs_begin = NULL, rhs_end = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.reshape.like")
   .weft_symbol_op("reshape_like", list(lhs = lhs, rhs = rhs), c(lhs_begin = .weft_param(lhs_begin), lhs_end = .weft_param(lhs_end), rhs_begin = .weft_param(rhs_begin), rhs_end = .weft_param(rhs_end)), NULL, name, attr)
 }
+mx.symbol.reshape_like <- mx.symbol.reshape.like
 
 mx.nd.rint <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("rint", list(data), c(), NULL, out)
@@ -3126,24 +4418,44 @@ mx.symbol.rint <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("rint", list(data = data), c(), NULL, name, attr)
 }
 
-mx.nd.rmsprop.update <- function(weight = NULL, grad = NULL, n = NULL, lr, gamma1 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, clip_weights = NULL, out = NULL) {
-  .weft_nd_invoke("rmsprop_update", list(weight, grad, n), c(lr = .weft_param(lr), gamma1 = .weft_param(gamma1), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), clip_weights = .weft_param(clip_weights)), NULL, out)
+mx.nd.internal.sparse.rint <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("rint", list(data), c(), NULL, out)
 }
-mx.symbol.rmsprop.update <- function(weight = NULL, grad = NULL, n = NULL, lr, gamma1 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, clip_weights = NULL, name = NULL, attr = NULL) {
-  .weft_symbol_op("rmsprop_update", list(weight = weight, grad = grad, n = n), c(lr = .weft_param(lr), gamma1 = .weft_param(gamma1), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), clip_weights = .weft_param(clip_weights)), NULL, name, attr)
+mx.symbol.internal.sparse.rint <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("rint", list(data = data), c(), NULL, name, attr)
 }
 
-mx.nd.rmspropalex.update <- function(weight = NULL, grad = NULL, n = NULL, g = NULL, delta = NULL, lr, gamma1 = NULL, gamma2 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, clip_weights = NULL, out = NULL) {
+mx.nd.rmsprop.update <- function(weight = NULL, grad = NULL, n = NULL, lr, gamma1 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, clip_weights = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.rmsprop.update")
+  .weft_nd_invoke("rmsprop_update", list(weight, grad, n), c(lr = .weft_param(lr), gamma1 = .weft_param(gamma1), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), clip_weights = .weft_param(clip_weights)), NULL, out)
+}
+mx.symbol.rmsprop.update <- function(weight = NULL, grad = NULL, n = NULL, lr, gamma1 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, clip_weights = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.rmsprop.update")
+  .weft_symbol_op("rmsprop_update", list(weight = weight, grad = grad, n = n), c(lr = .weft_param(lr), gamma1 = .weft_param(gamma1), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), clip_weights = .weft_param(clip_weights)), NULL, name, attr)
+}
+mx.symbol.rmsprop_update <- mx.symbol.rmsprop.update
+
+mx.nd.rmspropalex.update <- function(weight = NULL, grad = NULL, n = NULL, g = NULL, delta = NULL, lr, gamma1 = NULL, gamma2 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, clip_weights = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.rmspropalex.update")
   .weft_nd_invoke("rmspropalex_update", list(weight, grad, n, g, delta), c(lr = .weft_param(lr), gamma1 = .weft_param(gamma1), gamma2 = .weft_param(gamma2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), clip_weights = .weft_param(clip_weights)), NULL, out)
 }
-mx.symbol.rmspropalex.update <- function(weight = NULL, grad = NULL, n = NULL, g = NULL, delta = NULL, lr, gamma1 = NULL, gamma2 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, clip_weights = NULL, name = NULL, attr = NULL) {
+mx.symbol.rmspropalex.update <- function(weight = NULL, grad = NULL, n = NULL, g = NULL, delta = NULL, lr, gamma1 = NULL, gamma2 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, clip_weights = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.rmspropalex.update")
   .weft_symbol_op("rmspropalex_update", list(weight = weight, grad = grad, n = n, g = g, delta = delta), c(lr = .weft_param(lr), gamma1 = .weft_param(gamma1), gamma2 = .weft_param(gamma2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), clip_weights = .weft_param(clip_weights)), NULL, name, attr)
 }
+mx.symbol.rmspropalex_update <- mx.symbol.rmspropalex.update
 
 mx.nd.round <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("round", list(data), c(), NULL, out)
 }
 mx.symbol.round <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("round", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.round <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("round", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.round <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("round", list(data = data), c(), NULL, name, attr)
 }
 
@@ -3154,24 +4466,56 @@ mx.symbol.rsqrt <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("rsqrt", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.rsqrt <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("rsqrt", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.rsqrt <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("rsqrt", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.scatter.nd <- function(data = NULL, indices = NULL, shape, out = NULL) {
   .weft_nd_invoke("scatter_nd", list(data, indices), c(shape = .weft_shape_param(shape)), NULL, out)
 }
 mx.symbol.scatter.nd <- function(data = NULL, indices = NULL, shape, name = NULL, attr = NULL) {
   .weft_symbol_op("scatter_nd", list(data = data, indices = indices), c(shape = .weft_shape_param(shape)), NULL, name, attr)
 }
+mx.symbol.scatter_nd <- mx.symbol.scatter.nd
 
-mx.nd.sgd.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, out = NULL) {
+mx.nd.sgd.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.sgd.mom.update")
   .weft_nd_invoke("sgd_mom_update", list(weight, grad, mom), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, out)
 }
-mx.symbol.sgd.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, name = NULL, attr = NULL) {
+mx.symbol.sgd.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.sgd.mom.update")
+  .weft_symbol_op("sgd_mom_update", list(weight = weight, grad = grad, mom = mom), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
+}
+mx.symbol.sgd_mom_update <- mx.symbol.sgd.mom.update
+
+mx.nd.internal.sparse.sgd.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.sparse.sgd.mom.update")
+  .weft_nd_invoke("sgd_mom_update", list(weight, grad, mom), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, out)
+}
+mx.symbol.internal.sparse.sgd.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.sparse.sgd.mom.update")
   .weft_symbol_op("sgd_mom_update", list(weight = weight, grad = grad, mom = mom), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
 }
 
-mx.nd.sgd.update <- function(weight = NULL, grad = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, out = NULL) {
+mx.nd.sgd.update <- function(weight = NULL, grad = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.sgd.update")
   .weft_nd_invoke("sgd_update", list(weight, grad), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, out)
 }
-mx.symbol.sgd.update <- function(weight = NULL, grad = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, name = NULL, attr = NULL) {
+mx.symbol.sgd.update <- function(weight = NULL, grad = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.sgd.update")
+  .weft_symbol_op("sgd_update", list(weight = weight, grad = grad), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
+}
+mx.symbol.sgd_update <- mx.symbol.sgd.update
+
+mx.nd.internal.sparse.sgd.update <- function(weight = NULL, grad = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.internal.sparse.sgd.update")
+  .weft_nd_invoke("sgd_update", list(weight, grad), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, out)
+}
+mx.symbol.internal.sparse.sgd.update <- function(weight = NULL, grad = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.internal.sparse.sgd.update")
   .weft_symbol_op("sgd_update", list(weight = weight, grad = grad), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
 }
 
@@ -3181,11 +4525,19 @@ mx.nd.shape.array <- function(data = NULL, out = NULL) {
 mx.symbol.shape.array <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("shape_array", list(data = data), c(), NULL, name, attr)
 }
+mx.symbol.shape_array <- mx.symbol.shape.array
 
 mx.nd.sigmoid <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("sigmoid", list(data), c(), NULL, out)
 }
 mx.symbol.sigmoid <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("sigmoid", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.sigmoid <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("sigmoid", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.sigmoid <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("sigmoid", list(data = data), c(), NULL, name, attr)
 }
 
@@ -3196,24 +4548,44 @@ mx.symbol.sign <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("sign", list(data = data), c(), NULL, name, attr)
 }
 
-mx.nd.signsgd.update <- function(weight = NULL, grad = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
-  .weft_nd_invoke("signsgd_update", list(weight, grad), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
+mx.nd.internal.sparse.sign <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("sign", list(data), c(), NULL, out)
 }
-mx.symbol.signsgd.update <- function(weight = NULL, grad = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, name = NULL, attr = NULL) {
-  .weft_symbol_op("signsgd_update", list(weight = weight, grad = grad), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
+mx.symbol.internal.sparse.sign <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("sign", list(data = data), c(), NULL, name, attr)
 }
 
-mx.nd.signum.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, wd_lh = NULL, out = NULL) {
+mx.nd.signsgd.update <- function(weight = NULL, grad = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.signsgd.update")
+  .weft_nd_invoke("signsgd_update", list(weight, grad), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
+}
+mx.symbol.signsgd.update <- function(weight = NULL, grad = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.signsgd.update")
+  .weft_symbol_op("signsgd_update", list(weight = weight, grad = grad), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
+}
+mx.symbol.signsgd_update <- mx.symbol.signsgd.update
+
+mx.nd.signum.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, wd_lh = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.signum.update")
   .weft_nd_invoke("signum_update", list(weight, grad, mom), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), wd_lh = .weft_param(wd_lh)), NULL, out)
 }
-mx.symbol.signum.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, wd_lh = NULL, name = NULL, attr = NULL) {
+mx.symbol.signum.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, wd_lh = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.signum.update")
   .weft_symbol_op("signum_update", list(weight = weight, grad = grad, mom = mom), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), wd_lh = .weft_param(wd_lh)), NULL, name, attr)
 }
+mx.symbol.signum_update <- mx.symbol.signum.update
 
 mx.nd.sin <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("sin", list(data), c(), NULL, out)
 }
 mx.symbol.sin <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("sin", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.sin <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("sin", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.sin <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("sin", list(data = data), c(), NULL, name, attr)
 }
 
@@ -3224,17 +4596,32 @@ mx.symbol.sinh <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("sinh", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.sinh <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("sinh", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.sinh <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("sinh", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.size.array <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("size_array", list(data), c(), NULL, out)
 }
 mx.symbol.size.array <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("size_array", list(data = data), c(), NULL, name, attr)
 }
+mx.symbol.size_array <- mx.symbol.size.array
 
 mx.nd.slice <- function(data = NULL, begin, end, step = NULL, out = NULL) {
   .weft_nd_invoke("slice", list(data), c(begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, out)
 }
 mx.symbol.slice <- function(data = NULL, begin, end, step = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("slice", list(data = data), c(begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.slice <- function(data = NULL, begin, end, step = NULL, out = NULL) {
+  .weft_nd_invoke("slice", list(data), c(begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, out)
+}
+mx.symbol.internal.sparse.slice <- function(data = NULL, begin, end, step = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("slice", list(data = data), c(begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
 }
 
@@ -3251,6 +4638,7 @@ mx.nd.slice.axis <- function(data = NULL, axis, begin, end, out = NULL) {
 mx.symbol.slice.axis <- function(data = NULL, axis, begin, end, name = NULL, attr = NULL) {
   .weft_symbol_op("slice_axis", list(data = data), c(axis = .weft_param(axis), begin = .weft_param(begin), end = .weft_param(end)), NULL, name, attr)
 }
+mx.symbol.slice_axis <- mx.symbol.slice.axis
 
 mx.nd.slice.like <- function(data = NULL, shape_like = NULL, axes = NULL, out = NULL) {
   .weft_nd_invoke("slice_like", list(data, shape_like), c(axes = .weft_shape_param(axes)), NULL, out)
@@ -3258,18 +4646,24 @@ mx.nd.slice.like <- function(data = NULL, shape_like = NULL, axes = NULL, out = 
 mx.symbol.slice.like <- function(data = NULL, shape_like = NULL, axes = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("slice_like", list(data = data, shape_like = shape_like), c(axes = .weft_shape_param(axes)), NULL, name, attr)
 }
+mx.symbol.slice_like <- mx.symbol.slice.like
 
-mx.nd.smooth.l1 <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+mx.nd.smooth.l1 <- function(data = NULL, scalar = NULL, is_int = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.smooth.l1")
   .weft_nd_invoke("smooth_l1", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
-mx.symbol.smooth.l1 <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+mx.symbol.smooth.l1 <- function(data = NULL, scalar = NULL, is_int = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.smooth.l1")
   .weft_symbol_op("smooth_l1", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
+mx.symbol.smooth_l1 <- mx.symbol.smooth.l1
 
-mx.nd.softmax <- function(data = NULL, length = NULL, axis = NULL, temperature = NULL, dtype = NULL, use_length = NULL, out = NULL) {
+mx.nd.softmax <- function(data = NULL, length = NULL, axis = NULL, temperature = NULL, dtype = NULL, use_length = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.softmax")
   .weft_nd_invoke("softmax", list(data, length), c(axis = .weft_param(axis), temperature = .weft_param(temperature), dtype = .weft_param(dtype), use_length = .weft_param(use_length)), NULL, out)
 }
-mx.symbol.softmax <- function(data = NULL, length = NULL, axis = NULL, temperature = NULL, dtype = NULL, use_length = NULL, name = NULL, attr = NULL) {
+mx.symbol.softmax <- function(data = NULL, length = NULL, axis = NULL, temperature = NULL, dtype = NULL, use_length = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.softmax")
   .weft_symbol_op("softmax", list(data = data, length = length), c(axis = .weft_param(axis), temperature = .weft_param(temperature), dtype = .weft_param(dtype), use_length = .weft_param(use_length)), NULL, name, attr)
 }
 
@@ -3279,11 +4673,14 @@ mx.nd.softmax.cross.entropy <- function(data = NULL, label = NULL, out = NULL) {
 mx.symbol.softmax.cross.entropy <- function(data = NULL, label = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("softmax_cross_entropy", list(data = data, label = label), c(), NULL, name, attr)
 }
+mx.symbol.softmax_cross_entropy <- mx.symbol.softmax.cross.entropy
 
-mx.nd.softmin <- function(data = NULL, length = NULL, axis = NULL, temperature = NULL, dtype = NULL, use_length = NULL, out = NULL) {
+mx.nd.softmin <- function(data = NULL, length = NULL, axis = NULL, temperature = NULL, dtype = NULL, use_length = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.softmin")
   .weft_nd_invoke("softmin", list(data, length), c(axis = .weft_param(axis), temperature = .weft_param(temperature), dtype = .weft_param(dtype), use_length = .weft_param(use_length)), NULL, out)
 }
-mx.symbol.softmin <- function(data = NULL, length = NULL, axis = NULL, temperature = NULL, dtype = NULL, use_length = NULL, name = NULL, attr = NULL) {
+mx.symbol.softmin <- function(data = NULL, length = NULL, axis = NULL, temperature = NULL, dtype = NULL, use_length = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.softmin")
   .weft_symbol_op("softmin", list(data = data, length = length), c(axis = .weft_param(axis), temperature = .weft_param(temperature), dtype = .weft_param(dtype), use_length = .weft_param(use_length)), NULL, name, attr)
 }
 
@@ -3294,31 +4691,40 @@ mx.symbol.softsign <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("softsign", list(data = data), c(), NULL, name, attr)
 }
 
-mx.nd.sort <- function(data = NULL, axis = NULL, is_ascend = NULL, out = NULL) {
+mx.nd.sort <- function(data = NULL, axis = NULL, is_ascend = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.sort")
   .weft_nd_invoke("sort", list(data), c(axis = .weft_param(axis), is_ascend = .weft_param(is_ascend)), NULL, out)
 }
-mx.symbol.sort <- function(data = NULL, axis = NULL, is_ascend = NULL, name = NULL, attr = NULL) {
+mx.symbol.sort <- function(data = NULL, axis = NULL, is_ascend = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.sort")
   .weft_symbol_op("sort", list(data = data), c(axis = .weft_param(axis), is_ascend = .weft_param(is_ascend)), NULL, name, attr)
 }
 
-mx.nd.space.to.depth <- function(data = NULL, block_size, out = NULL) {
+mx.nd.space.to.depth <- function(data = NULL, block_size, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.space.to.depth")
   .weft_nd_invoke("space_to_depth", list(data), c(block_size = .weft_param(block_size)), NULL, out)
 }
-mx.symbol.space.to.depth <- function(data = NULL, block_size, name = NULL, attr = NULL) {
+mx.symbol.space.to.depth <- function(data = NULL, block_size, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.space.to.depth")
   .weft_symbol_op("space_to_depth", list(data = data), c(block_size = .weft_param(block_size)), NULL, name, attr)
 }
+mx.symbol.space_to_depth <- mx.symbol.space.to.depth
 
-mx.nd.split <- function(data = NULL, num_outputs, axis = NULL, squeeze_axis = NULL, out = NULL) {
+mx.nd.split <- function(data = NULL, num_outputs, axis = NULL, squeeze_axis = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.split")
   .weft_nd_invoke("split", list(data), c(num_outputs = .weft_param(num_outputs), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis)), NULL, out)
 }
-mx.symbol.split <- function(data = NULL, num_outputs, axis = NULL, squeeze_axis = NULL, name = NULL, attr = NULL) {
+mx.symbol.split <- function(data = NULL, num_outputs, axis = NULL, squeeze_axis = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.split")
   .weft_symbol_op("split", list(data = data), c(num_outputs = .weft_param(num_outputs), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis)), NULL, name, attr)
 }
 
-mx.nd.SliceChannel <- function(data = NULL, num_outputs, axis = NULL, squeeze_axis = NULL, out = NULL) {
+mx.nd.SliceChannel <- function(data = NULL, num_outputs, axis = NULL, squeeze_axis = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.SliceChannel")
   .weft_nd_invoke("split", list(data), c(num_outputs = .weft_param(num_outputs), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis)), NULL, out)
 }
-mx.symbol.SliceChannel <- function(data = NULL, num_outputs, axis = NULL, squeeze_axis = NULL, name = NULL, attr = NULL) {
+mx.symbol.SliceChannel <- function(data = NULL, num_outputs, axis = NULL, squeeze_axis = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.SliceChannel")
   .weft_symbol_op("split", list(data = data), c(num_outputs = .weft_param(num_outputs), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis)), NULL, name, attr)
 }
 
@@ -3329,10 +4735,24 @@ mx.symbol.sqrt <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("sqrt", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.sqrt <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("sqrt", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.sqrt <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("sqrt", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.square <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("square", list(data), c(), NULL, out)
 }
 mx.symbol.square <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("square", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.square <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("square", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.square <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("square", list(data = data), c(), NULL, name, attr)
 }
 
@@ -3357,12 +4777,27 @@ mx.symbol.sum <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = N
   .weft_symbol_op("sum", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
 }
 
+mx.nd.internal.broadcast.backward <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
+  .weft_nd_invoke("sum", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
+}
+mx.symbol.internal.broadcast.backward <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("sum", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.sum <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
+  .weft_nd_invoke("sum", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
+}
+mx.symbol.internal.sparse.sum <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("sum", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
+}
+
 mx.nd.sum.axis <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
   .weft_nd_invoke("sum", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
 }
 mx.symbol.sum.axis <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("sum", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
 }
+mx.symbol.sum_axis <- mx.symbol.sum.axis
 
 mx.nd.take <- function(a = NULL, indices = NULL, axis = NULL, mode = NULL, out = NULL) {
   .weft_nd_invoke("take", list(a, indices), c(axis = .weft_param(axis), mode = .weft_param(mode)), NULL, out)
@@ -3378,10 +4813,24 @@ mx.symbol.tan <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("tan", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.tan <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("tan", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.tan <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("tan", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.tanh <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("tanh", list(data), c(), NULL, out)
 }
 mx.symbol.tanh <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("tanh", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.tanh <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("tanh", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.tanh <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("tanh", list(data = data), c(), NULL, name, attr)
 }
 
@@ -3392,10 +4841,12 @@ mx.symbol.tile <- function(data = NULL, reps, name = NULL, attr = NULL) {
   .weft_symbol_op("tile", list(data = data), c(reps = .weft_shape_param(reps)), NULL, name, attr)
 }
 
-mx.nd.topk <- function(data = NULL, axis = NULL, k = NULL, ret_typ = NULL, is_ascend = NULL, dtype = NULL, out = NULL) {
+mx.nd.topk <- function(data = NULL, axis = NULL, k = NULL, ret_typ = NULL, is_ascend = NULL, dtype = NULL, ..., out = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.nd.topk")
   .weft_nd_invoke("topk", list(data), c(axis = .weft_param(axis), k = .weft_param(k), ret_typ = .weft_param(ret_typ), is_ascend = .weft_param(is_ascend), dtype = .weft_param(dtype)), NULL, out)
 }
-mx.symbol.topk <- function(data = NULL, axis = NULL, k = NULL, ret_typ = NULL, is_ascend = NULL, dtype = NULL, name = NULL, attr = NULL) {
+mx.symbol.topk <- function(data = NULL, axis = NULL, k = NULL, ret_typ = NULL, is_ascend = NULL, dtype = NULL, ..., name = NULL, attr = NULL) {
+  .weft_dotted_args(environment(), list(...), "mx.symbol.topk")
   .weft_symbol_op("topk", list(data = data), c(axis = .weft_param(axis), k = .weft_param(k), ret_typ = .weft_param(ret_typ), is_ascend = .weft_param(is_ascend), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
@@ -3413,6 +4864,13 @@ mx.symbol.trunc <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("trunc", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.trunc <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("trunc", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.trunc <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("trunc", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.where <- function(condition = NULL, x = NULL, y = NULL, out = NULL) {
   .weft_nd_invoke("where", list(condition, x, y), c(), NULL, out)
 }
@@ -3420,9 +4878,24 @@ mx.symbol.where <- function(condition = NULL, x = NULL, y = NULL, name = NULL, a
   .weft_symbol_op("where", list(condition = condition, x = x, y = y), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.where <- function(condition = NULL, x = NULL, y = NULL, out = NULL) {
+  .weft_nd_invoke("where", list(condition, x, y), c(), NULL, out)
+}
+mx.symbol.internal.sparse.where <- function(condition = NULL, x = NULL, y = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("where", list(condition = condition, x = x, y = y), c(), NULL, name, attr)
+}
+
 mx.nd.zeros.like <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("zeros_like", list(data), c(), NULL, out)
 }
 mx.symbol.zeros.like <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("zeros_like", list(data = data), c(), NULL, name, attr)
+}
+mx.symbol.zeros_like <- mx.symbol.zeros.like
+
+mx.nd.internal.sparse.zeros.like <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("zeros_like", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.zeros.like <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("zeros_like", list(data = data), c(), NULL, name, attr)
 }

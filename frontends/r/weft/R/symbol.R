@@ -7,6 +7,7 @@ mx.symbol.Variable <- function(name, attr = NULL) {
 }
 
 .weft_symbol_op <- function(op, inputs, params, count, name, attr) {
+  if (!is.null(count)) inputs <- .weft_variadic(op, inputs, count)
   inputs <- inputs[!vapply(inputs, is.null, TRUE)]
   for (i in seq_along(inputs)) {
     if (!inherits(inputs[[i]], "MXSymbol")) {
@@ -19,6 +20,24 @@ mx.symbol.Variable <- function(name, attr = NULL) {
   s <- weft_symbol_create_atomic(.weft_op_handle(op), names(params), unname(params))
   arg_names <- if (is.null(count)) names(inputs) else NULL
   weft_symbol_compose(s, name, arg_names, unname(inputs))
+  s
+}
+
+# A copy of `x` with some of its free arguments replaced by symbols, given by argument name
+# (fc3_data = net); `name` names the result. `x` itself is left as it was.
+mx.apply <- function(x, ..., name = NULL) {
+  if (!inherits(x, "MXSymbol")) stop(sprintf("mx.apply: expected an MXSymbol, got %s", class(x)[1]), call. = FALSE)
+  inputs <- list(...)
+  if (length(inputs) && (is.null(names(inputs)) || any(names(inputs) == ""))) {
+    stop("mx.apply: the symbols must be given by argument name", call. = FALSE)
+  }
+  for (n in names(inputs)) {
+    if (!inherits(inputs[[n]], "MXSymbol")) {
+      stop(sprintf("mx.apply: %s is a %s, not an MXSymbol", n, class(inputs[[n]])[1]), call. = FALSE)
+    }
+  }
+  s <- weft_symbol_copy(x)
+  weft_symbol_compose(s, name, names(inputs), unname(inputs))
   s
 }
 
@@ -42,6 +61,43 @@ children <- function(x) weft_symbol_get_children(x)
     i <- k
   }
   weft_symbol_get_output(x, as.integer(i) - 1L)
+}
+
+# The attributes of a one-output symbol's own node, as a named list of strings.
+.weft_symbol_attributes <- function(x) {
+  name <- weft_symbol_get_name(x)
+  dict <- jsonlite::fromJSON(weft_symbol_attr_dict(x), simplifyVector = FALSE)
+  attrs <- if (nzchar(name)) dict[[name]] else NULL
+  if (is.null(attrs)) list() else lapply(attrs, as.character)
+}
+
+# MXNet's R symbols are reference objects with fields and methods (sym$arguments,
+# sym$get.internals(), ...); these give the same on Weft's symbols.
+"$.MXSymbol" <- function(x, name) {
+  switch(name,
+         arguments = arguments(x),
+         outputs = outputs(x),
+         auxiliary.states = auxiliary.states(x),
+         attributes = .weft_symbol_attributes(x),
+         get.internals = function() internals(x),
+         get.children = function() children(x),
+         get.output = function(index) x[[index]],
+         as.json = function() mx.symbol.tojson(x),
+         save = function(filename) mx.symbol.save(x, filename),
+         debug.str = function() weft_symbol_debug_str(x),
+         apply = function(kwargs) do.call(mx.apply, c(list(x), kwargs)),
+         infer.shape = function(shapes) do.call(mx.symbol.infer.shape, c(list(x), shapes)),
+         stop(sprintf("MXSymbol has no field or method '%s'", name), call. = FALSE))
+}
+
+# Only `attributes` can be set: each entry becomes an attribute of the symbol's node.
+"$<-.MXSymbol" <- function(x, name, value) {
+  if (!identical(name, "attributes")) stop(sprintf("MXSymbol: '%s' cannot be set", name), call. = FALSE)
+  if (length(value) && (is.null(names(value)) || any(names(value) == ""))) {
+    stop("MXSymbol: attributes must be a named list", call. = FALSE)
+  }
+  for (k in names(value)) weft_symbol_set_attr(x, k, .weft_param(value[[k]]))
+  x
 }
 
 print.MXSymbol <- function(x, ...) {

@@ -311,7 +311,8 @@ SEXP weft_r_nd_from_r(SEXP x, SEXP s_dtype, SEXP s_ctx) {
 }
 
 /* The array's values as an R vector (double for floating types and int64, integer for
- * the other integer types, logical for bool) with dim rev(shape). */
+ * the other integer types, logical for bool) with dim rev(shape) when it has 2 or more
+ * dimensions. */
 SEXP weft_r_nd_to_r(SEXP s_arr) {
   weft_ndarray_t* arr = (weft_ndarray_t*)weft_r_handle(s_arr, "weft_ndarray_t", "arr");
   int dtype = 0, ndim = 0;
@@ -344,7 +345,9 @@ SEXP weft_r_nd_to_r(SEXP s_arr) {
       default: break; /* float64 and int32 were read in place */
     }
   }
-  if (ndim >= 1) {
+  /* A 1-d array comes back as a plain vector (no dim), as in MXNet's R package, so that it
+   * compares equal to c(...) and 1:n. */
+  if (ndim >= 2) {
     SEXP dim = PROTECT(Rf_allocVector(INTSXP, ndim));
     for (int i = 0; i < ndim; ++i) INTEGER(dim)[i] = (int)dims[ndim - 1 - i];
     Rf_setAttrib(out, R_DimSymbol, dim);

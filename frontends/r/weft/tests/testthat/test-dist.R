@@ -20,8 +20,8 @@ test_that("a dist_sync job of R workers sums their pushes (tools/launch.py, 2 wo
     ranks <- c(ranks, as.array(got$info)[1])
     expect_equal(as.array(got$info)[2], 2)
     expect_equal(as.array(got$small), matrix(3, 3, 2))               # 1 + 2
-    expect_equal(as.array(got$big_sum), array(3 * 1000 * 1200))
-    expect_equal(as.array(got$pushpull), array(c(1, 2, 3, 4) * 3))
+    expect_equal(as.array(got$big_sum), 3 * 1000 * 1200)
+    expect_equal(as.array(got$pushpull), c(1, 2, 3, 4) * 3)
   }
   expect_equal(sort(ranks), c(0, 1))
   # Both workers trained the same weights (summed gradients, rank 0's initial values), away

@@ -102,17 +102,72 @@ test_that("optimizers and metrics give hand-computed values", {
   w <- mx.nd.array(c(1, 2))
   opt <- mx.opt.create("sgd", learning.rate = 0.5, wd = 0.1)
   opt$update(1, w, mx.nd.array(c(1, -1)), opt$create.state(1, w))
-  expect_equal(as.array(w), array(c(1 - 0.5 * (1 + 0.1), 2 - 0.5 * (-1 + 0.2))), tolerance = 1e-6)
+  expect_equal(as.array(w), c(1 - 0.5 * (1 + 0.1), 2 - 0.5 * (-1 + 0.2)), tolerance = 1e-6)
   a <- mx.nd.array(c(1, 1))
   adam <- mx.opt.create("adam", learning.rate = 0.1)
   st <- adam$create.state(1, a)
   adam$update(1, a, mx.nd.array(c(2, -3)), st)
   # Adam's first step moves each weight by lr against the gradient's sign.
-  expect_equal(as.array(a), array(c(0.9, 1.1)), tolerance = 1e-4)
+  expect_equal(as.array(a), c(0.9, 1.1), tolerance = 1e-4)
   expect_error(mx.opt.create("nope"), "unknown optimizer 'nope'")
   s <- mx.metric.accuracy$init()
   s <- mx.metric.accuracy$update(c(0, 1, 1), matrix(c(0.9, 0.1, 0.2, 0.8, 0.7, 0.3), 2), s)
   expect_equal(mx.metric.accuracy$get(s)$value, 2 / 3)
   r <- mx.metric.rmse$update(c(1, 2), c(1, 4), mx.metric.rmse$init())
   expect_equal(mx.metric.rmse$get(r)$value, sqrt(2))
+})
+
+test_that("the regression and log-loss metrics give hand-computed values", {
+  lab <- c(1, 2, 4)
+  pred <- matrix(c(1.5, 2, 3), 1)
+  run <- function(m) m$get(m$update(lab, pred, m$init()))$value
+  expect_equal(run(mx.metric.mse), (0.25 + 0 + 1) / 3)
+  expect_equal(run(mx.metric.mae), (0.5 + 0 + 1) / 3)
+  expect_equal(run(mx.metric.rmsle), sqrt(mean((log1p(c(1.5, 2, 3)) - log1p(lab))^2)))
+  probs <- matrix(c(0.7, 0.3, 0.2, 0.8, 1, 0), 2)   # one column of class probabilities per sample
+  m <- mx.metric.logloss
+  expect_equal(m$get(m$update(c(0, 1, 1), probs, m$init()))$value, -mean(log(c(0.7, 0.8, 1e-15))))
+})
+
+test_that("array.layout takes samples as rows or columns, and auto tells them apart", {
+  set.seed(5)
+  x <- matrix(rnorm(6 * 40), 6)                        # 6 features, 40 samples (colmajor)
+  y <- as.numeric(colSums(x[1:3, ]) > 0)
+  mx.set.seed(2)
+  m <- mx.model.FeedForward.create(mx.symbol.SoftmaxOutput(mx.symbol.FullyConnected(mx.symbol.Variable("data"),
+                                   num_hidden = 2, name = "fc"), name = "sm"),
+                                   X = t(x), y = y, num.round = 1, array.batch.size = 10, learning.rate = 0.1,
+                                   verbose = FALSE)          # rows are samples: transposed by "auto"
+  expect_equal(dim(m$arg.params$fc_weight), c(6L, 2L))
+  p_col <- predict(m, x, array.layout = "colmajor")
+  expect_equal(dim(p_col), c(2L, 40L))
+  expect_equal(predict(m, t(x)), p_col)                 # auto: only the transposed one fits
+  expect_equal(predict(m, t(x), array.layout = "rowmajor"), p_col)
+  expect_error(predict(m, matrix(0, 5, 7)), "fits neither layout \\(the model's input size\\)")
+  expect_error(mx.model.FeedForward.create(m$symbol, X = x, y = c(y, 1), num.round = 1, verbose = FALSE),
+               "a 6 x 40 matrix fits neither layout \\(41 samples\\)")
+  # Labels with several values per sample: an array whose last dim runs over samples.
+  it <- mx.io.arrayiter(matrix(1:8, 2), label = matrix(c(1:4, -(1:4)), 2, byrow = TRUE), batch.size = 2)
+  it$reset()
+  it$iter.next()
+  expect_equal(as.array(it$value()$label), matrix(c(1, -1, 2, -2), 2))
+  expect_error(mx.io.arrayiter(matrix(1:8, 2), label = matrix(1:6, 2)), "4 samples of data but 3 labels")
+})
+
+test_that("the speedometer reports samples per second every `frequency` batches", {
+  cb <- mx.callback.log.speedometer(batch.size = 32, frequency = 2)
+  env <- new.env()
+  expect_silent(cb(1, 1, env))                       # the first batch starts the clock
+  Sys.sleep(0.05)
+  msg <- tryCatch(cb(1, 2, env), message = function(m) conditionMessage(m))
+  speed <- as.numeric(sub(".*Speed: ([0-9.]+) samples/sec.*", "\\1", msg))
+  expect_match(msg, "^Batch \\[2\\] Speed: [0-9.]+ samples/sec")
+  expect_gt(speed, 0)
+  expect_lt(speed, 32 / 0.05 + 1)                     # one batch of 32 in at least 50 ms
+  expect_silent(cb(1, 3, env))
+  env$metric <- mx.metric.accuracy
+  env$train.metric <- c(3, 4)
+  expect_message(cb(1, 4, env), "Batch \\[4\\] Speed: [0-9.]+ samples/sec Train-accuracy=0.750000")
+  expect_silent(cb(1, 6, env, verbose = FALSE))
+  expect_silent(cb(2, 1, env))                        # a new epoch restarts the clock
 })

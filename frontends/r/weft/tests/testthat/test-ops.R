@@ -24,15 +24,15 @@ test_that("a representative set of operators gives hand-computed values", {
                tolerance = 1e-6)
   expect_equal(as.array(mx.nd.abs(x)), matrix(c(1, 2, 3, 4, 5, 6), 3))
   # sum over Weft's axis 1 (R's first dim).
-  expect_equal(as.array(mx.nd.sum(x, axis = 1)), array(c(2, -5)))
-  expect_equal(as.array(mx.nd.sum(x)), array(-3))
-  expect_equal(as.array(mx.nd.max(x, axis = 0)), array(c(1, 5, 3)))
-  expect_equal(as.array(mx.nd.argmax(x, axis = 1)), array(c(2, 1)))
+  expect_equal(as.array(mx.nd.sum(x, axis = 1)), c(2, -5))
+  expect_equal(as.array(mx.nd.sum(x)), -3)
+  expect_equal(as.array(mx.nd.max(x, axis = 0)), c(1, 5, 3))
+  expect_equal(as.array(mx.nd.argmax(x, axis = 1)), c(2, 1))
   expect_equal(as.array(mx.nd.transpose(x)), t(matrix(c(1, -2, 3, -4, 5, -6), 3)))
   expect_equal(as.array(mx.nd.reshape(x, shape = c(3, 2))), matrix(c(1, -2, 3, -4, 5, -6), 2))
   expect_equal(as.array(mx.nd.clip(x, a_min = -1, a_max = 2)), matrix(c(1, -1, 2, -1, 2, -1), 3))
   sm <- as.array(mx.nd.softmax(mx.nd.array(c(1, 2, 3))))
-  expect_equal(sm, array(exp(1:3) / sum(exp(1:3))), tolerance = 1e-6)
+  expect_equal(sm, c(exp(1:3) / sum(exp(1:3))), tolerance = 1e-6)
   # dot of Weft (2,3) and (3,2) arrays: A B = [[6,3],[15,6]], R columns (6,3) and (15,6).
   a <- matrix(c(1, 2, 3, 4, 5, 6), 3)   # Weft A = [[1,2,3],[4,5,6]]
   b <- matrix(c(1, 0, 1, 0, 1, 1), 2)   # Weft B = [[1,0],[1,0],[1,1]]
@@ -48,12 +48,12 @@ test_that("a representative set of operators gives hand-computed values", {
   cc <- mx.nd.Concat(mx.nd.array(matrix(1:4, 2)), mx.nd.array(matrix(5:6, 2)), dim = 0)
   expect_equal(as.array(cc), matrix(1:6, 2) + 0)
   cl <- mx.nd.concat(list(mx.nd.array(1:2), mx.nd.array(3)), dim = 0)
-  expect_equal(as.array(cl), array(c(1, 2, 3)))
+  expect_equal(as.array(cl), c(1, 2, 3))
   st <- mx.nd.stack(mx.nd.array(1:2), mx.nd.array(3:4))
   expect_equal(as.array(st), matrix(1:4, 2) + 0)
   expect_equal(as.array(mx.nd.one.hot(mx.nd.array(c(2, 0)), depth = 3)), matrix(c(0, 0, 1, 1, 0, 0), 3))
-  expect_equal(as.array(mx.nd.exp(mx.nd.array(c(0, 1)))), array(c(1, exp(1))), tolerance = 1e-6)
-  expect_equal(as.array(mx.nd.internal.plus.scalar(mx.nd.array(1:2), scalar = 3)), array(c(4, 5)))
+  expect_equal(as.array(mx.nd.exp(mx.nd.array(c(0, 1)))), c(1, exp(1)), tolerance = 1e-6)
+  expect_equal(as.array(mx.nd.internal.plus.scalar(mx.nd.array(1:2), scalar = 3)), c(4, 5))
   expect_equal(as.array(mx.nd.broadcast.add(mx.nd.array(matrix(1:4, 2)), mx.nd.array(c(10, 20)))),
                matrix(c(11, 22, 13, 24), 2))
   # 2x2 max pooling of a 1x1x4x4 NCHW image (R dims reversed: c(4, 4, 1, 1)).
@@ -71,7 +71,7 @@ test_that("out writes into a given array and multiple outputs come as a list", {
   x <- mx.nd.array(c(1, 4, 9))
   o <- mx.nd.zeros(3)
   mx.nd.sqrt(x, out = o)
-  expect_equal(as.array(o), array(c(1, 2, 3)))
+  expect_equal(as.array(o), c(1, 2, 3))
   parts <- mx.nd.split(mx.nd.array(matrix(1:6, 2)), num_outputs = 3, axis = 0)
   expect_length(parts, 3)
   expect_equal(as.array(parts[[2]]), matrix(3:4, 2, 1) + 0)
@@ -112,4 +112,29 @@ test_that("the elementwise math operators agree with R's functions", {
   }
   expect_equal(as.numeric(as.array(mx.nd.arccosh(x + 1))), acosh(v + 1), tolerance = 1e-7)
   expect_equal(as.numeric(as.array(mx.nd.round(mx.nd.array(c(0.4, 1.6, -2.2))))), c(0, 2, -2))
+})
+
+test_that("internal aliases are there too: crop.assign writes a region given in Weft's order", {
+  x <- mx.nd.ones(c(2, 3, 4))                 # Weft (4, 3, 2)
+  z <- mx.nd.array(array(c(5, 6, 7, 8), c(2, 1, 2)))
+  # Weft region [0:2, 0:1, 0:2] is R's [1:2, 1, 1:2].
+  y <- mx.nd.internal.crop.assign(x, z, begin = c(0, 0, 0), end = c(2, 1, 2))
+  want <- array(1, c(2, 3, 4))
+  want[1:2, 1, 1:2] <- c(5, 6, 7, 8)
+  expect_equal(as.array(y), want)
+  expect_equal(as.array(mx.nd.internal.PlusScalar(mx.nd.array(c(1, 2)), scalar = 0.5)), c(1.5, 2.5))
+})
+
+test_that("operator parameters also go by MXNet's dotted names", {
+  x <- mx.nd.array(matrix(c(1, 2, 3, 4, 5, 6), 3))   # Weft (2, 3)
+  w <- mx.nd.array(matrix(c(1, 0, -1, 2, 2, 2), 3))  # Weft (2, 3): two hidden units
+  y <- mx.nd.FullyConnected(x, w, num.hidden = 2, no.bias = TRUE)
+  # Each output is a sample's dot product with each weight row.
+  expect_equal(as.array(y), matrix(c(1 - 3, 2 + 4 + 6, 4 - 6, 8 + 10 + 12), 2))
+  data <- mx.symbol.Variable("data")
+  fc <- mx.symbol.FullyConnected(data, num.hidden = 4, no.bias = TRUE, name = "fc")
+  expect_equal(arguments(fc), c("data", "fc_weight"))
+  expect_equal(mx.symbol.infer.shape(fc, data = c(3, 5))$out.shapes$fc_output, c(4L, 5L))
+  expect_error(mx.nd.FullyConnected(x, w, num.hidden = 2, no.such = 1), "mx.nd.FullyConnected: unused argument no.such")
+  expect_error(mx.symbol.FullyConnected(data, NULL, NULL, 2, TRUE, TRUE, 7), "unused argument at position 1")
 })

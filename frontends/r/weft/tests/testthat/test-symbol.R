@@ -74,3 +74,52 @@ test_that("JSON round-trips in R and with Python", {
   expect_equal(arguments(py), c("data", "conv_weight", "conv_bias"))
   expect_equal(mx.symbol.infer.shape(py, data = c(8, 8, 1, 1))$out.shapes$pool_output, c(5L, 5L, 2L, 1L))  # 3x3 conv, then 2x2 pooling at stride 1
 })
+
+test_that("symbols answer MXNet's fields and methods, and mx.apply composes a copy", {
+  data <- mx.symbol.Variable("data")
+  fc1 <- mx.symbol.FullyConnected(data, num_hidden = 4, name = "fc1")
+  net <- mx.symbol.FullyConnected(fc1, num_hidden = 2, name = "fc2")
+  expect_equal(net$arguments, c("data", "fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias"))
+  expect_equal(net$outputs, "fc2_output")
+  expect_equal(net$auxiliary.states, character(0))
+  expect_equal(net$get.children()$outputs, c("fc1_output", "fc2_weight", "fc2_bias"))
+  inner <- net$get.internals()
+  expect_equal(inner$get.output(match("fc1_output", inner$outputs))$arguments, c("data", "fc1_weight", "fc1_bias"))
+  expect_identical(net$as.json(), mx.symbol.tojson(net))
+  f <- tempfile(fileext = ".json")
+  net$save(f)
+  expect_identical(mx.symbol.load(f)$as.json(), net$as.json())
+  expect_equal(net$infer.shape(list(data = c(3, 5)))$out.shapes$fc2_output, c(2L, 5L))
+  expect_error(net$no.such, "no field or method 'no.such'")
+
+  x <- mx.symbol.Variable("x")
+  x$attributes <- list(`__shape__` = "(1, 2)")
+  expect_equal(x$attributes$`__shape__`, "(1, 2)")
+  x$attributes$`__lr_mult__` <- 0.5
+  expect_equal(x$attributes$`__lr_mult__`, "0.5")
+  expect_error(x$outputs <- "y", "'outputs' cannot be set")
+
+  head <- mx.symbol.FullyConnected(num_hidden = 3, name = "fc3")
+  composed <- mx.apply(head, fc3_data = net, name = "composed")
+  expect_equal(arguments(composed), c(arguments(net), "fc3_weight", "fc3_bias"))
+  expect_equal(outputs(composed), "composed_output")
+  # The symbol applied is copied, not changed.
+  expect_equal(arguments(head), c("fc3_data", "fc3_weight", "fc3_bias"))
+  expect_equal(mx.symbol.infer.shape(composed, data = c(3, 5))$out.shapes$composed_output, c(3L, 5L))
+  expect_error(mx.apply(head, net), "must be given by argument name")
+  expect_error(mx.apply(1, fc3_data = net), "expected an MXSymbol, got numeric")
+})
+
+test_that("symbolic operators also have MXNet's underscore names", {
+  expect_identical(mx.symbol.elemwise_add, mx.symbol.elemwise.add)
+  a <- mx.symbol.Variable("a")
+  b <- mx.symbol.Variable("b")
+  s <- mx.symbol.sum_axis(mx.symbol.elemwise_add(a, b), axis = 1, name = "s")
+  expect_equal(arguments(s), c("a", "b"))
+  exec <- mx.simple.bind(s, a = c(3, 2), b = c(3, 2))
+  mx.exec.update.arg.arrays(exec, list(a = matrix(1:6, 3), b = matrix(10, 3, 2)), match.name = TRUE)
+  mx.exec.forward(exec, is.train = FALSE)
+  expect_equal(as.array(exec$outputs$s_output), c(36, 45))
+  # The imperative functions keep MXNet's dotted names only.
+  expect_false(exists("mx.nd.sum_axis", envir = asNamespace("weft")))
+})
