@@ -167,6 +167,14 @@ def test_convert_symbol_user_lists_and_errors():
         amp.convert_symbol(sym, target_dtype="bfloat16", target_dtype_ops=["softmax"], fp32_ops=["softmax"])
     with pytest.raises(ValueError, match="none of the lists"):
         amp.convert_symbol(sym, target_dtype="bfloat16", target_dtype_ops=["no_such_op"])
+    # MXNet refuses conflicting lists with an assert: scripts catching AssertionError still
+    # see these errors. elemwise_add only casts to the widest type, so it is in none of the lists.
+    with pytest.raises(AssertionError, match="none of the lists"):
+        amp.convert_symbol(sym, target_dtype="bfloat16", target_dtype_ops=["FullyConnected"],
+                           fp32_ops=["elemwise_add"])
+    with pytest.raises(AssertionError, match="two lists"):
+        amp.convert_symbol(sym, target_dtype="bfloat16", target_dtype_ops=["FullyConnected"],
+                           fp32_ops=["FullyConnected"])
     with pytest.raises(ValueError, match="float16' or 'bfloat16"):
         amp.convert_symbol(sym, target_dtype="int8")
     with pytest.raises(TypeError, match="Symbol"):

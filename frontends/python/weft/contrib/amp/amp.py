@@ -285,6 +285,12 @@ def unscale(optimizer_or_trainer):
 
 # ------------------------------------------------------------------ graph conversion
 
+class OpListError(ValueError, AssertionError):
+    """convert_symbol's operator lists conflict or name an operator no list of the target
+    type holds. MXNet refuses these with an assert, which scripts catch as AssertionError;
+    it is a ValueError as well."""
+
+
 def _check_lists(target, lp16, fp32, cond):
     cond_names = [c[0] for c in cond]
     for a, b, what in ((lp16, fp32, "target_dtype_ops and fp32_ops"),
@@ -292,12 +298,12 @@ def _check_lists(target, lp16, fp32, cond):
                        (fp32, cond_names, "fp32_ops and conditional_fp32_ops")):
         common = set(a) & set(b)
         if common:
-            raise ValueError("amp: operators cannot be in two lists; %s share %s" % (what, sorted(common)))
+            raise OpListError("amp: operators cannot be in two lists; %s share %s" % (what, sorted(common)))
     known = set(list_lp16_ops(target) + list_fp32_ops(target) + list_lp16_fp32_ops(target) +
                 [c[0] for c in list_conditional_fp32_ops(target)])
     unknown = set(lp16 + fp32 + cond_names) - known
     if unknown:
-        raise ValueError("amp: operators %s are in none of the lists (list_lp16_ops, list_fp32_ops, "
+        raise OpListError("amp: operators %s are in none of the lists (list_lp16_ops, list_fp32_ops, "
                          "list_lp16_fp32_ops, list_conditional_fp32_ops) of %s" % (sorted(unknown), target))
 
 
