@@ -490,6 +490,40 @@ def test_cast_optional_params_follows_the_graphs_own_casts():
         np.testing.assert_array_equal(exe.forward()[0].astype("float32").asnumpy(), [[1.5, -2.0]])
 
 
+def test_cast_optional_params_stores_a_multicast_of_parameters_in_target():
+    # An amp_multicast whose inputs are all parameters can run in bfloat16: its parameters
+    # become bfloat16 variables, a declared float32 one too. A data input keeps float32,
+    # and so does every input of a multicast that also reads a computed value.
+    p1 = mx.sym.var("p1", dtype="float32")
+    p2 = mx.sym.var("p2", dtype="bfloat16")
+    x = mx.sym.var("x")
+    only_params = amp.convert_symbol(mx.sym.amp_multicast(p1, p2, num_outputs=2), target_dtype="bfloat16",
+                                     cast_optional_params=True)
+    exe = only_params.simple_bind(mx.cpu(), p1=(1, 3), p2=(1, 3))
+    assert [a.dtype for a in exe.arg_arrays] == [mx.nd.bfloat16, mx.nd.bfloat16]
+    exe.arg_arrays[0][:] = mx.nd.array([[1.5, -2.0, 0.25]]).astype("bfloat16")
+    exe.arg_arrays[1][:] = mx.nd.array([[3.0, 0.5, -1.0]]).astype("bfloat16")
+    outs = [o.astype("float32").asnumpy() for o in exe.forward()]
+    np.testing.assert_array_equal(outs[0], [[1.5, -2.0, 0.25]])
+    np.testing.assert_array_equal(outs[1], [[3.0, 0.5, -1.0]])
+
+    with_data = amp.convert_symbol(mx.sym.amp_multicast(p1, x, num_outputs=2), target_dtype="bfloat16",
+                                   cast_optional_params=True)
+    exe = with_data.simple_bind(mx.cpu(), p1=(1, 3), x=(1, 3))
+    assert dict(zip(with_data.list_arguments(), [a.dtype for a in exe.arg_arrays])) == {
+        "p1": mx.nd.bfloat16, "x": np.float32}
+
+    computed = amp.convert_symbol(mx.sym.amp_multicast(p1, mx.sym.sin(p2), num_outputs=2),
+                                  target_dtype="bfloat16", target_dtype_ops=[], fp32_ops=[],
+                                  cast_optional_params=True)
+    exe = computed.simple_bind(mx.cpu(), p1=(1, 3), p2=(1, 3))
+    assert exe.arg_arrays[0].dtype == np.float32
+    # Without cast_optional_params the declared types stay.
+    kept = amp.convert_symbol(mx.sym.amp_multicast(p1, p2, num_outputs=2), target_dtype="bfloat16")
+    exe = kept.simple_bind(mx.cpu(), p1=(1, 3), p2=(1, 3))
+    assert [a.dtype for a in exe.arg_arrays] == [np.float32, mx.nd.bfloat16]
+
+
 def _input_grad(fn, value, dt, grad_req, head):
     """The gradient of fn's one input `value` (as dt) for head gradient head(y.shape), as
     float32; with grad_req 'add' it starts from ones."""

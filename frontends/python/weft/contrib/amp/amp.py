@@ -443,14 +443,26 @@ def _fold_param_casts(nodes, heads, consumers, casts, data_names, target):
 
 def _declare_param_types(nodes, data_names, target, cast_optional_params):
     """With cast_optional_params, a parameter (a variable that is not data) that all its
-    readers cast to target (the user's own amp_cast nodes too) is declared target-typed."""
+    readers take in target is declared target-typed, whatever type it declared before (as
+    in MXNet, where a declared type is what makes a variable a parameter, one that may be
+    stored in target). A reader takes it in target when it is an amp_cast to target (the
+    user's own too) or an amp_multicast of variables alone: MXNet reads such a multicast,
+    whose inputs no computed value ties to float32, as one that can run in target."""
     if not cast_optional_params:
         return
+
+    def takes_target(reader):
+        if reader["op"] == "amp_cast":
+            return reader.get("attrs", {}).get("dtype") == target
+        if reader["op"] == "amp_multicast":
+            return all(nodes[e[0]]["op"] == "null" for e in reader.get("inputs", []))
+        return False
+
     for i, var in enumerate(nodes):
-        if var["op"] != "null" or var["name"] in data_names or "__dtype__" in var.get("attrs", {}):
+        if var["op"] != "null" or var["name"] in data_names:
             continue
         readers = [n for n in nodes if any(e[0] == i for e in n.get("inputs", []))]
-        if readers and all(r["op"] == "amp_cast" and r.get("attrs", {}).get("dtype") == target for r in readers):
+        if readers and all(takes_target(r) for r in readers):
             var.setdefault("attrs", {})["__dtype__"] = str(dtype_id(target))
 
 
