@@ -158,6 +158,34 @@ def test_convert_symbol_excluded_and_conditional():
     assert [op for op, _, _ in _input_ops(conv, "fc2")] == ["Activation", "null", "null"]
 
 
+def test_convert_symbol_conditional_op_casts_its_variables():
+    # A conditional float32 operator whose condition holds casts its variable inputs to
+    # float32 as well (as MXNet's pass does); an unconditional float32 one (or one whose
+    # condition fails) reads them directly. Auxiliary states are never cast.
+    x, w = mx.sym.var("x"), mx.sym.var("w")
+    fc = mx.sym.FullyConnected(x, w, num_hidden=3, no_bias=True, name="fc")
+    for values, want in ((["True"], ["amp_cast", "amp_cast"]), (["False"], ["null", "null"])):
+        conv = amp.convert_symbol(fc, target_dtype="bfloat16", target_dtype_ops=[], fp32_ops=[],
+                                  conditional_fp32_ops=[("FullyConnected", "no_bias", values)])
+        ins = _input_ops(conv, "fc")
+        assert [op for op, _, _ in ins] == want
+        assert all(a["dtype"] == "float32" for op, a, _ in ins if op == "amp_cast")
+        xv = np.random.RandomState(5).uniform(-1, 1, (2, 4)).astype(np.float32)
+        wv = np.random.RandomState(6).uniform(-1, 1, (3, 4)).astype(np.float32)
+        got = conv.bind(mx.cpu(), {"x": mx.nd.array(xv), "w": mx.nd.array(wv)}, grad_req="null").forward()[0]
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got.asnumpy(), xv @ wv.T, rtol=1e-5, atol=1e-6)
+    conv = amp.convert_symbol(fc, target_dtype="bfloat16", target_dtype_ops=[], fp32_ops=["FullyConnected"],
+                              conditional_fp32_ops=[])
+    assert [op for op, _, _ in _input_ops(conv, "fc")] == ["null", "null"]
+    bn = mx.sym.BatchNorm(mx.sym.var("d"), fix_gamma=True, name="bn")
+    conv = amp.convert_symbol(bn, target_dtype="bfloat16", target_dtype_ops=[], fp32_ops=[],
+                              conditional_fp32_ops=[("BatchNorm", "fix_gamma", ["True"])])
+    ins = _input_ops(conv, "bn")
+    assert [op for op, _, _ in ins] == ["amp_cast", "amp_cast", "amp_cast", "null", "null"]
+    assert [n for n in conv.list_auxiliary_states()] == ["bn_moving_mean", "bn_moving_var"]
+
+
 def test_convert_symbol_user_lists_and_errors():
     sym = _net()
     conv = amp.convert_symbol(sym, target_dtype="bfloat16", target_dtype_ops=["FullyConnected"],

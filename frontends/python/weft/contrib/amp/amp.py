@@ -349,8 +349,14 @@ def convert_symbol(sym, target_dtype="float16", target_dtype_ops=None, fp32_ops=
         num_out.append(outputs)
         return len(out_nodes) - 1
 
-    def cast(entry, dtype):
-        if known.get(entry) == dtype:
+    aux_names = set(sym.list_auxiliary_states())
+
+    def cast(entry, dtype, even_variables=False):
+        # even_variables: cast a variable of the type too, but never an auxiliary state, which
+        # its operator updates in place.
+        var = out_nodes[entry[0]]
+        forced = even_variables and var["op"] == "null" and var["name"] not in aux_names
+        if known.get(entry) == dtype and not forced:
             return list(entry) + [0]
         key = (entry, dtype)
         if key not in casts:
@@ -375,8 +381,12 @@ def convert_symbol(sym, target_dtype="float16", target_dtype_ops=None, fp32_ops=
             new_id[i] = nid
             continue
         op, attrs = node["op"], node.get("attrs", {})
-        if node["name"] in excluded or op in fp32 or (op in cond and attrs.get(cond[op][0]) in cond[op][1]):
+        if node["name"] in excluded or op in fp32:
             new_inputs, out_type = [cast(e, "float32") for e in inputs], "float32"
+        elif op in cond and attrs.get(cond[op][0]) in cond[op][1]:
+            # As MXNet's pass does, a conditional float32 operator casts its variable inputs
+            # too (the unconditional ones take variables as float32 already).
+            new_inputs, out_type = [cast(e, "float32", even_variables=True) for e in inputs], "float32"
         elif op in lp16:
             keep = fp32_params.get(op, [])
             new_inputs = [cast(e, "float32") if k < len(keep) and keep[k] else cast(e, target)
