@@ -158,6 +158,25 @@ def test_convert_symbol_excluded_and_conditional():
     assert [op for op, _, _ in _input_ops(conv, "fc2")] == ["Activation", "null", "null"]
 
 
+def test_convert_hybrid_block_dense_reading_bf16_gets_bf16_weights():
+    # Only Convolution runs in bfloat16; the Dense after it reads bfloat16 data, so its
+    # weights (declared float32 by Gluon) become bfloat16, as MXNet's type inference makes
+    # them, and the converted block runs.
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(4, 3), nn.Flatten(), nn.Dense(3))
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    x = mx.nd.array(np.random.RandomState(11).uniform(-1, 1, (2, 2, 6, 6)).astype(np.float32))
+    ref = net(x).asnumpy()
+    low = amp.convert_hybrid_block(net, target_dtype="bfloat16", target_dtype_ops=["Convolution"])
+    attrs = low._sym.attr_dict()
+    dense = [k for k in attrs if k.endswith("_weight") and "dense" in k]
+    assert dense and all(attrs[k]["__dtype__"] == BF16 for k in dense)
+    got = low(x)
+    assert got.dtype == mx.nd.bfloat16
+    np.testing.assert_allclose(got.astype("float32").asnumpy(), ref, rtol=3e-2, atol=3e-2)
+
+
 def test_convert_symbol_conditional_op_casts_its_variables():
     # A conditional float32 operator whose condition holds casts its variable inputs to
     # float32 as well (as MXNet's pass does); an unconditional float32 one (or one whose
@@ -546,10 +565,11 @@ def test_cast_optional_params_stores_a_multicast_of_parameters_in_target():
                                   cast_optional_params=True)
     exe = computed.simple_bind(mx.cpu(), p1=(1, 3), p2=(1, 3))
     assert exe.arg_arrays[0].dtype == np.float32
-    # Without cast_optional_params the declared types stay.
+    # Without cast_optional_params every parameter takes the type inference gives it with
+    # float32 data, float32 where it gives none (as in MXNet): the declared bfloat16 goes.
     kept = amp.convert_symbol(mx.sym.amp_multicast(p1, p2, num_outputs=2), target_dtype="bfloat16")
     exe = kept.simple_bind(mx.cpu(), p1=(1, 3), p2=(1, 3))
-    assert [a.dtype for a in exe.arg_arrays] == [np.float32, mx.nd.bfloat16]
+    assert [a.dtype for a in exe.arg_arrays] == [np.float32, np.float32]
 
 
 def _input_grad(fn, value, dt, grad_req, head):
