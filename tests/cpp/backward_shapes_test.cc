@@ -289,6 +289,9 @@ const std::map<std::string, std::map<int, std::set<Change>>>& StillFitting() {
       {"_backward_diag", {{1, {Change::kWider}}}},
       // A*A^T has the same shape for any number of columns.
       {"_backward_linalg_syrk", {{1, {Change::kWider}}}},
+      // The qk scores are (batch*heads, seq, seq) for any last axis of at least 3*heads
+      // (a head_dim of floor(floor(C / 3) / heads), as in MXNet).
+      {"_backward_interleaved_matmul_selfatt_qk", {{1, {Change::kWider}}}},
       // Any image size fits the rois; an ROI naming no image of the batch (all of them, for an
       // empty batch) is skipped.
       {"_backward_ROIPooling", {{1, {Change::kWider, Change::kEmpty}}}},

@@ -158,6 +158,53 @@ def test_convert_symbol_excluded_and_conditional():
     assert [op for op, _, _ in _input_ops(conv, "fc2")] == ["Activation", "null", "null"]
 
 
+def test_convert_hybrid_block_dense_reading_bf16_gets_bf16_weights():
+    # Only Convolution runs in bfloat16; the Dense after it reads bfloat16 data, so its
+    # weights (declared float32 by Gluon) become bfloat16, as MXNet's type inference makes
+    # them, and the converted block runs.
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(4, 3), nn.Flatten(), nn.Dense(3))
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    x = mx.nd.array(np.random.RandomState(11).uniform(-1, 1, (2, 2, 6, 6)).astype(np.float32))
+    ref = net(x).asnumpy()
+    low = amp.convert_hybrid_block(net, target_dtype="bfloat16", target_dtype_ops=["Convolution"])
+    attrs = low._sym.attr_dict()
+    dense = [k for k in attrs if k.endswith("_weight") and "dense" in k]
+    assert dense and all(attrs[k]["__dtype__"] == BF16 for k in dense)
+    got = low(x)
+    assert got.dtype == mx.nd.bfloat16
+    np.testing.assert_allclose(got.astype("float32").asnumpy(), ref, rtol=3e-2, atol=3e-2)
+
+
+def test_convert_symbol_conditional_op_casts_its_variables():
+    # A conditional float32 operator whose condition holds casts its variable inputs to
+    # float32 as well (as MXNet's pass does); an unconditional float32 one (or one whose
+    # condition fails) reads them directly. Auxiliary states are never cast.
+    x, w = mx.sym.var("x"), mx.sym.var("w")
+    fc = mx.sym.FullyConnected(x, w, num_hidden=3, no_bias=True, name="fc")
+    for values, want in ((["True"], ["amp_cast", "amp_cast"]), (["False"], ["null", "null"])):
+        conv = amp.convert_symbol(fc, target_dtype="bfloat16", target_dtype_ops=[], fp32_ops=[],
+                                  conditional_fp32_ops=[("FullyConnected", "no_bias", values)])
+        ins = _input_ops(conv, "fc")
+        assert [op for op, _, _ in ins] == want
+        assert all(a["dtype"] == "float32" for op, a, _ in ins if op == "amp_cast")
+        xv = np.random.RandomState(5).uniform(-1, 1, (2, 4)).astype(np.float32)
+        wv = np.random.RandomState(6).uniform(-1, 1, (3, 4)).astype(np.float32)
+        got = conv.bind(mx.cpu(), {"x": mx.nd.array(xv), "w": mx.nd.array(wv)}, grad_req="null").forward()[0]
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got.asnumpy(), xv @ wv.T, rtol=1e-5, atol=1e-6)
+    conv = amp.convert_symbol(fc, target_dtype="bfloat16", target_dtype_ops=[], fp32_ops=["FullyConnected"],
+                              conditional_fp32_ops=[])
+    assert [op for op, _, _ in _input_ops(conv, "fc")] == ["null", "null"]
+    bn = mx.sym.BatchNorm(mx.sym.var("d"), fix_gamma=True, name="bn")
+    conv = amp.convert_symbol(bn, target_dtype="bfloat16", target_dtype_ops=[], fp32_ops=[],
+                              conditional_fp32_ops=[("BatchNorm", "fix_gamma", ["True"])])
+    ins = _input_ops(conv, "bn")
+    assert [op for op, _, _ in ins] == ["amp_cast", "amp_cast", "amp_cast", "null", "null"]
+    assert [n for n in conv.list_auxiliary_states()] == ["bn_moving_mean", "bn_moving_var"]
+
+
 def test_convert_symbol_user_lists_and_errors():
     sym = _net()
     conv = amp.convert_symbol(sym, target_dtype="bfloat16", target_dtype_ops=["FullyConnected"],
@@ -167,6 +214,14 @@ def test_convert_symbol_user_lists_and_errors():
         amp.convert_symbol(sym, target_dtype="bfloat16", target_dtype_ops=["softmax"], fp32_ops=["softmax"])
     with pytest.raises(ValueError, match="none of the lists"):
         amp.convert_symbol(sym, target_dtype="bfloat16", target_dtype_ops=["no_such_op"])
+    # MXNet refuses conflicting lists with an assert: scripts catching AssertionError still
+    # see these errors. elemwise_add only casts to the widest type, so it is in none of the lists.
+    with pytest.raises(AssertionError, match="none of the lists"):
+        amp.convert_symbol(sym, target_dtype="bfloat16", target_dtype_ops=["FullyConnected"],
+                           fp32_ops=["elemwise_add"])
+    with pytest.raises(AssertionError, match="two lists"):
+        amp.convert_symbol(sym, target_dtype="bfloat16", target_dtype_ops=["FullyConnected"],
+                           fp32_ops=["FullyConnected"])
     with pytest.raises(ValueError, match="float16' or 'bfloat16"):
         amp.convert_symbol(sym, target_dtype="int8")
     with pytest.raises(TypeError, match="Symbol"):
@@ -480,6 +535,41 @@ def test_cast_optional_params_follows_the_graphs_own_casts():
         assert exe.arg_arrays[0].dtype == want
         exe.arg_arrays[0][:] = mx.nd.array([[1.5, -2.0]]).astype(want)
         np.testing.assert_array_equal(exe.forward()[0].astype("float32").asnumpy(), [[1.5, -2.0]])
+
+
+def test_cast_optional_params_stores_a_multicast_of_parameters_in_target():
+    # An amp_multicast whose inputs are all parameters can run in bfloat16: its parameters
+    # become bfloat16 variables, a declared float32 one too. A data input keeps float32,
+    # and so does every input of a multicast that also reads a computed value.
+    p1 = mx.sym.var("p1", dtype="float32")
+    p2 = mx.sym.var("p2", dtype="bfloat16")
+    x = mx.sym.var("x")
+    only_params = amp.convert_symbol(mx.sym.amp_multicast(p1, p2, num_outputs=2), target_dtype="bfloat16",
+                                     cast_optional_params=True)
+    exe = only_params.simple_bind(mx.cpu(), p1=(1, 3), p2=(1, 3))
+    assert [a.dtype for a in exe.arg_arrays] == [mx.nd.bfloat16, mx.nd.bfloat16]
+    exe.arg_arrays[0][:] = mx.nd.array([[1.5, -2.0, 0.25]]).astype("bfloat16")
+    exe.arg_arrays[1][:] = mx.nd.array([[3.0, 0.5, -1.0]]).astype("bfloat16")
+    outs = [o.astype("float32").asnumpy() for o in exe.forward()]
+    np.testing.assert_array_equal(outs[0], [[1.5, -2.0, 0.25]])
+    np.testing.assert_array_equal(outs[1], [[3.0, 0.5, -1.0]])
+
+    with_data = amp.convert_symbol(mx.sym.amp_multicast(p1, x, num_outputs=2), target_dtype="bfloat16",
+                                   cast_optional_params=True)
+    exe = with_data.simple_bind(mx.cpu(), p1=(1, 3), x=(1, 3))
+    assert dict(zip(with_data.list_arguments(), [a.dtype for a in exe.arg_arrays])) == {
+        "p1": mx.nd.bfloat16, "x": np.float32}
+
+    computed = amp.convert_symbol(mx.sym.amp_multicast(p1, mx.sym.sin(p2), num_outputs=2),
+                                  target_dtype="bfloat16", target_dtype_ops=[], fp32_ops=[],
+                                  cast_optional_params=True)
+    exe = computed.simple_bind(mx.cpu(), p1=(1, 3), p2=(1, 3))
+    assert exe.arg_arrays[0].dtype == np.float32
+    # Without cast_optional_params every parameter takes the type inference gives it with
+    # float32 data, float32 where it gives none (as in MXNet): the declared bfloat16 goes.
+    kept = amp.convert_symbol(mx.sym.amp_multicast(p1, p2, num_outputs=2), target_dtype="bfloat16")
+    exe = kept.simple_bind(mx.cpu(), p1=(1, 3), p2=(1, 3))
+    assert [a.dtype for a in exe.arg_arrays] == [np.float32, np.float32]
 
 
 def _input_grad(fn, value, dt, grad_req, head):

@@ -52,6 +52,42 @@ def test_selfatt_qk_and_valatt_match_numpy(dtype):
     assert_almost_equal(out.asnumpy(), merge_heads(att @ v, B, H), rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("L,B,C,H", [(4, 2, 20, 2), (3, 1, 16, 2), (5, 3, 25, 4)])
+def test_selfatt_qk_last_axis_not_a_multiple_of_3_heads(L, B, C, H):
+    # MXNet takes any last axis C: head_dim D = (C // 3) // H, and the input's first
+    # L * B * H * 3 * D elements are read in the (L, B, H * 3 * D) layout.
+    D = C // 3 // H
+    qkv = rand(L, B, C)
+    view = qkv.reshape(-1)[:L * B * H * 3 * D].reshape(L, B, H * 3 * D)
+    q, k = heads_of(view, H, 3, 0), heads_of(view, H, 3, 1)
+    want = q @ k.transpose(0, 2, 1) / np.sqrt(D)
+    got = mx.nd.contrib.interleaved_matmul_selfatt_qk(mx.nd.array(qkv, dtype="float64"), heads=H)
+    assert got.shape == (B * H, L, L)
+    assert_almost_equal(got.asnumpy(), want, rtol=1e-12, atol=1e-12)
+    # The symbol infers the same shape, and the gradient is the gradient of that reading
+    # (zero for the elements past the view).
+    _, out_shapes, _ = mx.sym.contrib.interleaved_matmul_selfatt_qk(mx.sym.var("x"), heads=H).infer_shape(
+        x=(L, B, C))
+    assert out_shapes == [(B * H, L, L)]
+    check_numeric_gradient("_contrib_interleaved_matmul_selfatt_qk", [qkv], params=dict(heads=H))
+    x = mx.nd.array(qkv, dtype="float64")
+    x.attach_grad()
+    head = rand(B * H, L, L)
+    with autograd.record():
+        y = mx.nd.contrib.interleaved_matmul_selfatt_qk(x, heads=H)
+    y.backward(mx.nd.array(head, dtype="float64"))
+    g = np.zeros(L * B * H * 3 * D)
+    gv = g.reshape(L, B, H, 3, D)
+    s = 1 / np.sqrt(D)
+    qk_grad_q = head @ k * s                    # (B*H, L, D)
+    qk_grad_k = head.transpose(0, 2, 1) @ q * s
+    gv[:, :, :, 0, :] = qk_grad_q.reshape(B, H, L, D).transpose(2, 0, 1, 3)
+    gv[:, :, :, 1, :] = qk_grad_k.reshape(B, H, L, D).transpose(2, 0, 1, 3)
+    want_grad = np.zeros(L * B * C)
+    want_grad[:g.size] = g
+    assert_almost_equal(x.grad.asnumpy(), want_grad.reshape(L, B, C), rtol=1e-10, atol=1e-12)
+
+
 def test_encdec_qk_and_valatt_match_numpy():
     Lq, Lk, B, H, D = 3, 6, 2, 2, 5
     q = rand(Lq, B, H * D)
@@ -101,8 +137,10 @@ def test_interleaved_matmul_gradient_accumulates_with_grad_req_add():
 def test_interleaved_matmul_shape_errors():
     with pytest.raises(MXNetError, match="must be 3-D"):
         mx.nd.contrib.interleaved_matmul_selfatt_qk(mx.nd.ones((4, 6)), heads=2)
+    with pytest.raises(MXNetError, match="at least 3 \\* heads = 6"):
+        mx.nd.contrib.interleaved_matmul_selfatt_qk(mx.nd.ones((4, 2, 5)), heads=2)
     with pytest.raises(MXNetError, match="multiple of 3 \\* heads = 6"):
-        mx.nd.contrib.interleaved_matmul_selfatt_qk(mx.nd.ones((4, 2, 9)), heads=2)
+        mx.nd.contrib.interleaved_matmul_selfatt_valatt(mx.nd.ones((4, 2, 9)), mx.nd.ones((4, 4, 4)), heads=2)
     with pytest.raises(MXNetError, match="attention' must have shape \\(4,3,3\\)"):
         mx.nd.contrib.interleaved_matmul_selfatt_valatt(mx.nd.ones((3, 2, 12)), mx.nd.ones((4, 3, 2)), heads=2)
     with pytest.raises(MXNetError, match="keys_values must have shape"):

@@ -272,9 +272,12 @@ def _interleaved_qkv(seq, batch, heads, d, seed=3):
     return rng.uniform(-1, 1, (seq, batch, heads * 3 * d)).astype(np.float32)
 
 
-def test_sg_selfatt_qk_int8_matches_numpy_and_float():
+# extra: elements past heads * 3 * d on the last axis; as in MXNet the product then reads
+# the input's first seq * batch * heads * 3 * d elements in the (seq, batch, heads * 3 * d) layout.
+@pytest.mark.parametrize("extra", [0, 5])
+def test_sg_selfatt_qk_int8_matches_numpy_and_float(extra):
     seq, batch, heads, d = 7, 2, 3, 8
-    qkv = _interleaved_qkv(seq, batch, heads, d)
+    qkv = np.random.RandomState(3).uniform(-1, 1, (seq, batch, heads * 3 * d + extra)).astype(np.float32)
     data = mx.sym.Variable("data")
     sym = mx.sym.contrib.interleaved_matmul_selfatt_qk(data, heads=heads)
     x = mx.nd.array(qkv)
@@ -288,7 +291,7 @@ def test_sg_selfatt_qk_int8_matches_numpy_and_float():
     # The float output is the int8 queries times keys, scaled: numpy's to float32 rounding.
     r = np.abs(qkv).max()
     q8 = np.clip(np.sign(qkv) * np.floor(np.abs(qkv) * 127 / r + 0.5), -127, 127)
-    q8 = q8.reshape(seq, batch, heads, 3, d)
+    q8 = q8.reshape(-1)[:seq * batch * heads * 3 * d].reshape(seq, batch, heads, 3, d)
     want = np.einsum("ibhd,jbhd->bhij", q8[:, :, :, 0], q8[:, :, :, 1]) * (r / 127) ** 2 / np.sqrt(d)
     np.testing.assert_allclose(got, want.reshape(batch * heads, seq, seq), rtol=1e-5, atol=1e-6)
     assert _rel_err(got, ref) < 0.02

@@ -45,10 +45,31 @@ struct AttGeom {
 }
 
 // Splits a (L, B, P*E) projection's last axis into heads of D, checking it divides.
-AttGeom ProjGeom(const NodeAttrs& attrs, const Shape& s, int parts, const char* name, const char* layout) {
+//
+// selfatt_qk alone (`floor_head_dim`) takes any last axis C >= 3 * heads, as MXNet does:
+// its output (B*heads, L, L) does not depend on D, and MXNet (both its plain and its oneDNN
+// kernel) then uses D = floor(floor(C / 3) / heads) and reads the input as its first
+// L*B*heads*3*D elements laid out (L, B, heads*3*D). The strides below come from D, not
+// from C, so they read exactly that; the backward writes those elements' gradients and
+// leaves the rest zero, which is the gradient of that forward.
+AttGeom ProjGeom(const NodeAttrs& attrs, const Shape& s, int parts, const char* name, const char* layout,
+                 bool floor_head_dim = false) {
   int64_t heads = attrs.Params<InterleavedMatMulParam>().heads;
   if (s.ndim() != 3)
     BadShape(attrs, std::string("input '") + name + "' must be 3-D " + layout, s);
+  if (floor_head_dim) {
+    if (s[2] < parts * heads)
+      BadShape(attrs, std::string("the last axis of input '") + name + "' must be at least " +
+                          std::to_string(parts) + " * heads = " + std::to_string(parts * heads) +
+                          " (one element per projection and head) " + layout,
+               s);
+    AttGeom g;
+    g.lq = g.lk = s[0];
+    g.batch = s[1];
+    g.heads = heads;
+    g.d = s[2] / parts / heads;
+    return g;
+  }
   if (s[2] % (parts * heads) != 0)
     BadShape(attrs, std::string("the last axis of input '") + name + "' must be a multiple of " +
                         std::to_string(parts) + " * heads = " + std::to_string(parts * heads) + " " + layout,
@@ -71,7 +92,8 @@ void CheckAttention(const NodeAttrs& attrs, const AttGeom& g, const Shape& att) 
 AttGeom Geometry(const NodeAttrs& attrs, Kind kind, const std::vector<Shape>& in) {
   switch (kind) {
     case Kind::kSelfQK:
-      return ProjGeom(attrs, in[0], 3, "queries_keys_values", "(seq_length, batch, heads * head_dim * 3)");
+      return ProjGeom(attrs, in[0], 3, "queries_keys_values", "(seq_length, batch, heads * head_dim * 3)",
+                      /*floor_head_dim=*/true);
     case Kind::kSelfValAtt: {
       AttGeom g = ProjGeom(attrs, in[0], 3, "queries_keys_values", "(seq_length, batch, heads * head_dim * 3)");
       CheckAttention(attrs, g, in[1]);
@@ -315,7 +337,9 @@ const bool kRegistered = [] {
            "Self-attention scores from interleaved projections: for queries_keys_values of shape (seq_length, "
            "batch, heads * head_dim * 3), whose last axis holds per head the query, key and value projections one "
            "after the other, the (batch * heads, seq_length, seq_length) products q k^T / sqrt(head_dim), one per "
-           "head of each sequence (batch index b * heads + h).",
+           "head of each sequence (batch index b * heads + h). As in MXNet, a last axis C that is not a multiple "
+           "of 3 * heads is accepted: head_dim is then floor(floor(C / 3) / heads) and the input is read as its "
+           "first seq_length * batch * heads * 3 * head_dim elements in that layout.",
            {{"queries_keys_values", "Interleaved queries, keys and values"}});
   Register(Kind::kSelfValAtt, "_contrib_interleaved_matmul_selfatt_valatt",
            "Self-attention output: the attention weights (batch * heads, seq_length, seq_length) times the value "

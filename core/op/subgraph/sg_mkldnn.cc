@@ -1040,15 +1040,19 @@ struct AttGeom {
   int64_t seq = 0, batch = 0, heads = 0, d = 0;
 };
 
-AttGeom AttOf(const NodeAttrs& attrs, const Shape& qkv) {
+// For qk (`floor_dim`) the last axis need not divide: as _contrib_interleaved_matmul_selfatt_qk
+// (and MXNet) do, d = floor(floor(last / 3) / heads) and Gather's strides, which come from d,
+// read the input's first seq*batch*heads*3*d elements laid out (seq, batch, heads*3*d).
+AttGeom AttOf(const NodeAttrs& attrs, const Shape& qkv, bool floor_dim) {
   AttGeom a;
   a.heads = attrs.Params<SgSelfAttParam>().heads;
-  if (qkv.ndim() != 3 || qkv[2] % (3 * a.heads) != 0)
+  const bool ok = qkv.ndim() == 3 && (floor_dim ? qkv[2] >= 3 * a.heads : qkv[2] % (3 * a.heads) == 0);
+  if (!ok)
     Throw(ErrorKind::kShape, "Operator '", attrs.op->name,
           "': expected queries_keys_values (seq, batch, heads * 3 * dim), got ", qkv.ToString());
   a.seq = qkv[0];
   a.batch = qkv[1];
-  a.d = qkv[2] / (3 * a.heads);
+  a.d = qkv[2] / 3 / a.heads;
   return a;
 }
 
@@ -1070,7 +1074,7 @@ void Int8SelfAttCompute(const NodeAttrs& attrs, const OpContext& ctx, const std:
                         const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const auto& sp = attrs.Params<SgSelfAttParam>();
   CheckWriteReq(attrs, req);
-  const AttGeom a = AttOf(attrs, in[0].shape);
+  const AttGeom a = AttOf(attrs, in[0].shape, kInputs == 1);
   const int8_t* qkv = in[0].ptr<int8_t>();
   const double sq = DataStep(in[kInputs], in[kInputs + 1], DType::kInt8);
   const DType ot = out[0].dtype;

@@ -4732,7 +4732,7 @@ func SymInternalContribInterleavedMatmulEncdecValatt(keysValues, attention *weft
 
 // InternalContribInterleavedMatmulSelfattQk runs the operator _contrib_interleaved_matmul_selfatt_qk.
 //
-// Self-attention scores from interleaved projections: for queries_keys_values of shape (seq_length, batch, heads * head_dim * 3), whose last axis holds per head the query, key and value projections one after the other, the (batch * heads, seq_length, seq_length) products q k^T / sqrt(head_dim), one per head of each sequence (batch index b * heads + h).
+// Self-attention scores from interleaved projections: for queries_keys_values of shape (seq_length, batch, heads * head_dim * 3), whose last axis holds per head the query, key and value projections one after the other, the (batch * heads, seq_length, seq_length) products q k^T / sqrt(head_dim), one per head of each sequence (batch index b * heads + h). As in MXNet, a last axis C that is not a multiple of 3 * heads is accepted: head_dim is then floor(floor(C / 3) / heads) and the input is read as its first seq_length * batch * heads * 3 * head_dim elements in that layout.
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - queriesKeysValues: Interleaved queries, keys and values
@@ -4747,7 +4747,7 @@ func InternalContribInterleavedMatmulSelfattQk(queriesKeysValues *weft.NDArray, 
 
 // SymInternalContribInterleavedMatmulSelfattQk runs the operator _contrib_interleaved_matmul_selfatt_qk symbolically: it adds one node to the graph.
 //
-// Self-attention scores from interleaved projections: for queries_keys_values of shape (seq_length, batch, heads * head_dim * 3), whose last axis holds per head the query, key and value projections one after the other, the (batch * heads, seq_length, seq_length) products q k^T / sqrt(head_dim), one per head of each sequence (batch index b * heads + h).
+// Self-attention scores from interleaved projections: for queries_keys_values of shape (seq_length, batch, heads * head_dim * 3), whose last axis holds per head the query, key and value projections one after the other, the (batch * heads, seq_length, seq_length) products q k^T / sqrt(head_dim), one per head of each sequence (batch index b * heads + h). As in MXNet, a last axis C that is not a multiple of 3 * heads is accepted: head_dim is then floor(floor(C / 3) / heads) and the input is read as its first seq_length * batch * heads * 3 * head_dim elements in that layout.
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - queriesKeysValues: Interleaved queries, keys and values

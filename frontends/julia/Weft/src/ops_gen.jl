@@ -2725,7 +2725,7 @@ const _op__contrib_interleaved_matmul_selfatt_qk = OpDef("_contrib_interleaved_m
 """
     _contrib_interleaved_matmul_selfatt_qk(queries_keys_values; heads)
 
-Self-attention scores from interleaved projections: for queries_keys_values of shape (seq_length, batch, heads * head_dim * 3), whose last axis holds per head the query, key and value projections one after the other, the (batch * heads, seq_length, seq_length) products q k^T / sqrt(head_dim), one per head of each sequence (batch index b * heads + h).
+Self-attention scores from interleaved projections: for queries_keys_values of shape (seq_length, batch, heads * head_dim * 3), whose last axis holds per head the query, key and value projections one after the other, the (batch * heads, seq_length, seq_length) products q k^T / sqrt(head_dim), one per head of each sequence (batch index b * heads + h). As in MXNet, a last axis C that is not a multiple of 3 * heads is accepted: head_dim is then floor(floor(C / 3) / heads) and the input is read as its first seq_length * batch * heads * 3 * head_dim elements in that layout.
 
 # Inputs
 - `queries_keys_values` (NDArray or SymbolicNode): Interleaved queries, keys and values

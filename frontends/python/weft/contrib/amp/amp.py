@@ -285,6 +285,12 @@ def unscale(optimizer_or_trainer):
 
 # ------------------------------------------------------------------ graph conversion
 
+class OpListError(ValueError, AssertionError):
+    """convert_symbol's operator lists conflict or name an operator no list of the target
+    type holds. MXNet refuses these with an assert, which scripts catch as AssertionError;
+    it is a ValueError as well."""
+
+
 def _check_lists(target, lp16, fp32, cond):
     cond_names = [c[0] for c in cond]
     for a, b, what in ((lp16, fp32, "target_dtype_ops and fp32_ops"),
@@ -292,12 +298,12 @@ def _check_lists(target, lp16, fp32, cond):
                        (fp32, cond_names, "fp32_ops and conditional_fp32_ops")):
         common = set(a) & set(b)
         if common:
-            raise ValueError("amp: operators cannot be in two lists; %s share %s" % (what, sorted(common)))
+            raise OpListError("amp: operators cannot be in two lists; %s share %s" % (what, sorted(common)))
     known = set(list_lp16_ops(target) + list_fp32_ops(target) + list_lp16_fp32_ops(target) +
                 [c[0] for c in list_conditional_fp32_ops(target)])
     unknown = set(lp16 + fp32 + cond_names) - known
     if unknown:
-        raise ValueError("amp: operators %s are in none of the lists (list_lp16_ops, list_fp32_ops, "
+        raise OpListError("amp: operators %s are in none of the lists (list_lp16_ops, list_fp32_ops, "
                          "list_lp16_fp32_ops, list_conditional_fp32_ops) of %s" % (sorted(unknown), target))
 
 
@@ -343,8 +349,14 @@ def convert_symbol(sym, target_dtype="float16", target_dtype_ops=None, fp32_ops=
         num_out.append(outputs)
         return len(out_nodes) - 1
 
-    def cast(entry, dtype):
-        if known.get(entry) == dtype:
+    aux_names = set(sym.list_auxiliary_states())
+
+    def cast(entry, dtype, even_variables=False):
+        # even_variables: cast a variable of the type too, but never an auxiliary state, which
+        # its operator updates in place.
+        var = out_nodes[entry[0]]
+        forced = even_variables and var["op"] == "null" and var["name"] not in aux_names
+        if known.get(entry) == dtype and not forced:
             return list(entry) + [0]
         key = (entry, dtype)
         if key not in casts:
@@ -369,8 +381,12 @@ def convert_symbol(sym, target_dtype="float16", target_dtype_ops=None, fp32_ops=
             new_id[i] = nid
             continue
         op, attrs = node["op"], node.get("attrs", {})
-        if node["name"] in excluded or op in fp32 or (op in cond and attrs.get(cond[op][0]) in cond[op][1]):
+        if node["name"] in excluded or op in fp32:
             new_inputs, out_type = [cast(e, "float32") for e in inputs], "float32"
+        elif op in cond and attrs.get(cond[op][0]) in cond[op][1]:
+            # As MXNet's pass does, a conditional float32 operator casts its variable inputs
+            # too (the unconditional ones take variables as float32 already).
+            new_inputs, out_type = [cast(e, "float32", even_variables=True) for e in inputs], "float32"
         elif op in lp16:
             keep = fp32_params.get(op, [])
             new_inputs = [cast(e, "float32") if k < len(keep) and keep[k] else cast(e, target)
@@ -409,10 +425,11 @@ def convert_symbol(sym, target_dtype="float16", target_dtype_ops=None, fp32_ops=
         new_id[i] = nid
 
     heads = [[new_id[h[0]], h[1], 0] for h in graph["heads"]]
+    declared = set()
     if cast_optional_params:
-        _fold_param_casts(out_nodes, heads, consumers, casts, data_names, target)
-    _declare_param_types(out_nodes, data_names, target, cast_optional_params)
-    return _declare_inferred_param_types(_to_symbol(graph, out_nodes, num_out, heads), data_names)
+        declared |= _fold_param_casts(out_nodes, heads, consumers, casts, data_names, target)
+    declared |= _declare_param_types(out_nodes, data_names, target, cast_optional_params)
+    return _declare_inferred_param_types(_to_symbol(graph, out_nodes, num_out, heads), data_names, declared)
 
 
 # Floating types from narrowest to widest, for the widest-type operators.
@@ -421,8 +438,10 @@ _WIDTH = ["float16", "bfloat16", "float32", "float64"]
 
 def _fold_param_casts(nodes, heads, consumers, casts, data_names, target):
     """A parameter variable read only through its cast to target becomes a target-typed
-    variable: the readers of the cast read it directly, and the cast is left unreachable."""
+    variable: the readers of the cast read it directly, and the cast is left unreachable.
+    Returns the names of the variables so declared."""
     head_ids = {h[0] for h in heads}
+    declared = set()
     for (entry, dtype), cid in casts.items():
         var = nodes[entry[0]]
         if dtype != target or var["op"] != "null" or var["name"] in data_names or entry[0] in head_ids:
@@ -431,36 +450,59 @@ def _fold_param_casts(nodes, heads, consumers, casts, data_names, target):
         if any(r["op"] != "amp_cast" or r["attrs"].get("dtype") != target for r in readers):
             continue
         var.setdefault("attrs", {})["__dtype__"] = str(dtype_id(target))
+        declared.add(var["name"])
         for n in nodes:
             n["inputs"] = [[entry[0], 0, 0] if e[0] == cid else e for e in n.get("inputs", [])]
+    return declared
 
 
 def _declare_param_types(nodes, data_names, target, cast_optional_params):
     """With cast_optional_params, a parameter (a variable that is not data) that all its
-    readers cast to target (the user's own amp_cast nodes too) is declared target-typed."""
+    readers take in target is declared target-typed, whatever type it declared before (as
+    in MXNet, where a declared type is what makes a variable a parameter, one that may be
+    stored in target). A reader takes it in target when it is an amp_cast to target (the
+    user's own too) or an amp_multicast of variables alone: MXNet reads such a multicast,
+    whose inputs no computed value ties to float32, as one that can run in target.
+    Returns the names of the variables so declared."""
+    declared = set()
     if not cast_optional_params:
-        return
+        return declared
+
+    def takes_target(reader):
+        if reader["op"] == "amp_cast":
+            return reader.get("attrs", {}).get("dtype") == target
+        if reader["op"] == "amp_multicast":
+            return all(nodes[e[0]]["op"] == "null" for e in reader.get("inputs", []))
+        return False
+
     for i, var in enumerate(nodes):
-        if var["op"] != "null" or var["name"] in data_names or "__dtype__" in var.get("attrs", {}):
+        if var["op"] != "null" or var["name"] in data_names:
             continue
         readers = [n for n in nodes if any(e[0] == i for e in n.get("inputs", []))]
-        if readers and all(r["op"] == "amp_cast" and r.get("attrs", {}).get("dtype") == target for r in readers):
+        if readers and all(takes_target(r) for r in readers):
             var.setdefault("attrs", {})["__dtype__"] = str(dtype_id(target))
+            declared.add(var["name"])
+    return declared
 
 
-def _declare_inferred_param_types(sym, data_names):
-    """Every parameter declares its type, as MXNet's pass gives them: the type inferred with
-    float32 data (a dense layer left out of the low-precision ops but reading bf16 takes bf16
-    weights), float32 where nothing says; so binding the converted graph needs only the
-    data's types."""
+def _declare_inferred_param_types(sym, data_names, declared):
+    """Every parameter but those cast_optional_params `declared` declares its type, as
+    MXNet's pass gives them: the type inferred with float32 data (a dense layer left out of
+    the low-precision ops but reading bf16 takes bf16 weights), float32 where nothing says;
+    so binding the converted graph needs only the data's types. As in MXNet, a type the
+    parameter declared before (a Gluon parameter declares float32) does not take part: it
+    is what the conversion may change."""
     graph = json.loads(sym.tojson(remove_amp_cast=False))
     params = [n for n in graph["nodes"] if n["op"] == "null" and n["name"] not in data_names
-              and "__dtype__" not in n.get("attrs", {})]
+              and n["name"] not in declared]
     if not params:
         return sym
-    inputs = sym.list_inputs()
-    arg_names, aux_names = sym.list_arguments(), sym.list_auxiliary_states()
-    args, _, aux = sym.infer_type_partial(**{d: "float32" for d in data_names if d in arg_names})
+    for n in params:
+        n.get("attrs", {}).pop("__dtype__", None)
+    free = symbol.load_json(json.dumps(graph))
+    inputs = free.list_inputs()
+    arg_names, aux_names = free.list_arguments(), free.list_auxiliary_states()
+    args, _, aux = free.infer_type_partial(**{d: "float32" for d in data_names if d in arg_names})
     inferred = dict(zip(arg_names, args or []))
     inferred.update(zip(aux_names, aux or []))
     for n in params:
