@@ -239,6 +239,17 @@ def test_op_hook_names_outputs_by_index_where_mxnet_names_none():
     assert_almost_equal(seen[7][2], y.asnumpy())
 
 
+def _backward_then_call(net, x):
+    """A recorded forward and backward of `net` on a copy of `x`, then a plain call on `x`."""
+    xh = x.copy()
+    xh.attach_grad()
+    with autograd.record():
+        out = net(xh)
+    out.backward()
+    net(x).wait_to_read()
+    nd.waitall()
+
+
 def test_a_shared_child_does_not_keep_its_last_parent_alive():
     # A child's name scope is entered inside its parent's each time the parent runs; the
     # child kept a link to that scope, so a layer shared by several networks held the last
@@ -263,15 +274,9 @@ def test_a_shared_child_does_not_keep_its_last_parent_alive():
     base = ctx.memory_stat("bytes_in_use")
     net = Net(pool)
     net.hybridize()
-    xh = x.copy()
-    xh.attach_grad()
-    with autograd.record():
-        out = net(xh)
-    out.backward()
-    out = net(x)  # traces: the child's scope is entered inside the parent's
-    nd.waitall()
+    _backward_then_call(net, x)  # the last call traces: the child's scope is entered inside the parent's
     alive = weakref.ref(net)
-    del net, out, xh
+    del net
     gc.collect()
     nd.waitall()
     assert alive() is None
@@ -307,13 +312,7 @@ def test_a_dropped_network_is_freed_at_once_without_the_cycle_collector(hybridiz
         net.initialize()
         if hybridize:
             net.hybridize()
-        xh = x.copy()
-        xh.attach_grad()
-        with autograd.record():
-            out = net(xh)
-        out.backward()
-        net(x).wait_to_read()
-        nd.waitall()
+        _backward_then_call(net, x)
         return weakref.ref(net)
 
     ctx = mx.cpu()
