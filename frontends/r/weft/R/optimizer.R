@@ -2,7 +2,8 @@
 # update(index, weight, grad, state), which changes weight (and state) in place with the
 # engine's update operators.
 
-mx.opt.sgd <- function(learning.rate = 0.01, momentum = 0, wd = 0, rescale.grad = 1, clip_gradient = -1) {
+mx.opt.sgd <- function(learning.rate = 0.01, momentum = 0, wd = 0, rescale.grad = 1, clip_gradient = -1,
+                       lr_scheduler = NULL) {
   # The operators and their parameter strings are found once: update runs for every weight
   # at every step, and goes straight to the generated routine (which checks the handles).
   keys <- c("lr", "wd", "rescale_grad", "clip_gradient")
@@ -11,11 +12,15 @@ mx.opt.sgd <- function(learning.rate = 0.01, momentum = 0, wd = 0, rescale.grad 
   mom_vals <- c(vals, .weft_number(momentum))
   sgd <- .weft_op_handle("sgd_update")
   sgd_mom <- .weft_op_handle("sgd_mom_update")
+  sched <- .weft_lr_state(learning.rate)
   list(
     create.state = function(index, weight) {
       if (momentum == 0) NULL else .weft_state_zeros(weight)
     },
     update = function(index, weight, grad, state) {
+      if (!is.null(lr_scheduler)) {
+        vals[1] <- mom_vals[1] <- .weft_number(.weft_scheduled_lr(sched, lr_scheduler, index))
+      }
       if (is.null(state)) {
         weft_imperative_invoke(sgd, list(weight, grad), keys, vals, list(weight))
       } else {
@@ -23,6 +28,33 @@ mx.opt.sgd <- function(learning.rate = 0.01, momentum = 0, wd = 0, rescale.grad 
       }
       invisible(weight)
     })
+}
+
+# MXNet's R optimizers keep their learning rate in an environment (lr, count, num_update)
+# that a scheduler (mx.lr_scheduler.*) reads and changes before each weight's update.
+.weft_lr_state <- function(learning.rate) {
+  env <- new.env(parent = emptyenv())
+  env$lr <- learning.rate
+  env$count <- 0
+  env$num_update <- 0
+  env
+}
+
+# The learning rate for this update of weight `index`: the scheduler runs first, then the
+# update count advances as in MXNet's R package: a weight's first update counts 0, each later
+# one 1 more, and num_update is the largest count of any weight (so it lags the batch count
+# by one, and the weights updated after the first within a batch see it one higher).
+.weft_scheduled_lr <- function(env, lr_scheduler, index) {
+  lr_scheduler(env)
+  lr <- env$lr
+  key <- paste0("ik", index)
+  if (is.null(env[[key]])) {
+    env[[key]] <- 0
+  } else {
+    env[[key]] <- env[[key]] + 1
+    env$num_update <- max(env$num_update, env[[key]])
+  }
+  lr
 }
 
 # An optimizer state array: zeros of the weight's dims on the weight's context.
@@ -36,7 +68,8 @@ mx.opt.sgd <- function(learning.rate = 0.01, momentum = 0, wd = 0, rescale.grad 
 # RMSProp (Tieleman and Hinton); centered = TRUE is Graves' variant, which also tracks the
 # mean gradient and keeps a momentum (gamma2) on the step.
 mx.opt.rmsprop <- function(learning.rate = 0.002, centered = TRUE, gamma1 = 0.95, gamma2 = 0.9, epsilon = 1e-4,
-                           wd = 0, rescale.grad = 1, clip_gradient = -1) {
+                           wd = 0, rescale.grad = 1, clip_gradient = -1, lr_scheduler = NULL) {
+  sched <- .weft_lr_state(learning.rate)
   params <- c(lr = .weft_number(learning.rate), gamma1 = .weft_number(gamma1), epsilon = .weft_number(epsilon),
               .weft_opt_common(wd, rescale.grad, clip_gradient))
   if (centered) params <- c(params, gamma2 = .weft_number(gamma2))
@@ -49,6 +82,7 @@ mx.opt.rmsprop <- function(learning.rate = 0.002, centered = TRUE, gamma1 = 0.95
       }
     },
     update = function(index, weight, grad, state) {
+      if (!is.null(lr_scheduler)) params["lr"] <- .weft_number(.weft_scheduled_lr(sched, lr_scheduler, index))
       if (centered) {
         .weft_nd_invoke("rmspropalex_update", list(weight, grad, state$n, state$g, state$delta), params, NULL, weight)
       } else {
@@ -58,12 +92,15 @@ mx.opt.rmsprop <- function(learning.rate = 0.002, centered = TRUE, gamma1 = 0.95
     })
 }
 
-mx.opt.adagrad <- function(learning.rate = 0.05, epsilon = 1e-8, wd = 0, rescale.grad = 1, clip_gradient = -1) {
+mx.opt.adagrad <- function(learning.rate = 0.05, epsilon = 1e-8, wd = 0, rescale.grad = 1, clip_gradient = -1,
+                           lr_scheduler = NULL) {
+  sched <- .weft_lr_state(learning.rate)
   params <- c(lr = .weft_number(learning.rate), epsilon = .weft_number(epsilon),
               .weft_opt_common(wd, rescale.grad, clip_gradient))
   list(
     create.state = function(index, weight) list(history = .weft_state_zeros(weight)),
     update = function(index, weight, grad, state) {
+      if (!is.null(lr_scheduler)) params["lr"] <- .weft_number(.weft_scheduled_lr(sched, lr_scheduler, index))
       .weft_nd_invoke("adagrad_update", list(weight, grad, state$history), params, NULL, weight)
       invisible(weight)
     })
@@ -81,19 +118,23 @@ mx.opt.adadelta <- function(rho = 0.9, epsilon = 1e-5, wd = 0, rescale.grad = 1,
 }
 
 # Nesterov's accelerated gradient; with momentum 0 it is plain SGD.
-mx.opt.nag <- function(learning.rate = 0.01, momentum = 0, wd = 0, rescale.grad = 1, clip_gradient = -1) {
+mx.opt.nag <- function(learning.rate = 0.01, momentum = 0, wd = 0, rescale.grad = 1, clip_gradient = -1,
+                       lr_scheduler = NULL) {
+  sched <- .weft_lr_state(learning.rate)
   params <- c(lr = .weft_number(learning.rate), momentum = .weft_number(momentum),
               .weft_opt_common(wd, rescale.grad, clip_gradient))
   list(
     create.state = function(index, weight) list(mom = .weft_state_zeros(weight)),
     update = function(index, weight, grad, state) {
+      if (!is.null(lr_scheduler)) params["lr"] <- .weft_number(.weft_scheduled_lr(sched, lr_scheduler, index))
       .weft_nd_invoke("nag_mom_update", list(weight, grad, state$mom), params, NULL, weight)
       invisible(weight)
     })
 }
 
 mx.opt.adam <- function(learning.rate = 0.001, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8, wd = 0,
-                        rescale.grad = 1, clip_gradient = -1) {
+                        rescale.grad = 1, clip_gradient = -1, lr_scheduler = NULL) {
+  sched <- .weft_lr_state(learning.rate)
   list(
     create.state = function(index, weight) {
       # An environment, so that the step count that update advances is kept between calls.
@@ -105,8 +146,9 @@ mx.opt.adam <- function(learning.rate = 0.001, beta1 = 0.9, beta2 = 0.999, epsil
     },
     update = function(index, weight, grad, state) {
       state$t <- state$t + 1
+      base <- if (is.null(lr_scheduler)) learning.rate else .weft_scheduled_lr(sched, lr_scheduler, index)
       # The bias corrections of Adam folded into the step size, as MXNet's optimizer does.
-      lr <- learning.rate * sqrt(1 - beta2^state$t) / (1 - beta1^state$t)
+      lr <- base * sqrt(1 - beta2^state$t) / (1 - beta1^state$t)
       .weft_nd_invoke("adam_update", list(weight, grad, state$mean, state$var),
                       c(lr = .weft_number(lr), beta1 = .weft_number(beta1), beta2 = .weft_number(beta2),
                         epsilon = .weft_number(epsilon), wd = .weft_number(wd),
