@@ -57,3 +57,49 @@ mx.callback.log.speedometer <- function(batch.size, frequency = 50) {
     TRUE
   }
 }
+
+# Stops the training (returns FALSE) at an epoch's end when the training metric, or the
+# validation metric, passes its threshold (below it, or above it when maximize), or when the
+# validation metric was worse than the best so far for bad.steps epochs in a row. The best
+# score and the run of bad epochs live in this callback (MXNet's keeps them in global
+# variables) and restart at iteration 1.
+mx.callback.early.stop <- function(train.metric = NULL, eval.metric = NULL, bad.steps = NULL, maximize = FALSE,
+                                   verbose = FALSE) {
+  if (!is.null(bad.steps) && (!is.numeric(bad.steps) || length(bad.steps) != 1 || is.na(bad.steps) || bad.steps < 1)) {
+    stop(sprintf("mx.callback.early.stop: bad.steps must be NULL or one number of epochs >= 1, got %s",
+                 paste(format(bad.steps), collapse = ", ")), call. = FALSE)
+  }
+  passed <- function(value, threshold) if (maximize) value > threshold else value < threshold
+  best.score <- NULL
+  bad.run <- 1
+  stop.verbose <- verbose
+  function(iteration, nbatch, env, verbose = stop.verbose) {
+    if (!is.null(env$metric)) {
+      if (!is.null(train.metric) && !is.null(env$train.metric) &&
+          passed(env$metric$get(env$train.metric)$value, train.metric)) return(FALSE)
+      if (!is.null(eval.metric) && !is.null(env$eval.metric) &&
+          passed(env$metric$get(env$eval.metric)$value, eval.metric)) return(FALSE)
+    }
+    if (!is.null(bad.steps)) {
+      if (iteration == 1 || is.null(best.score)) {
+        best.score <<- if (maximize) -Inf else Inf
+        bad.run <<- 1
+      }
+      if (!is.null(env$metric) && !is.null(env$eval.metric)) {
+        value <- env$metric$get(env$eval.metric)$value
+        worse <- if (maximize) value < best.score else value > best.score
+        if (worse) {
+          if (bad.run >= bad.steps) {
+            if (verbose) message(sprintf("Best score=%g, iteration [%d]", best.score, iteration - bad.steps))
+            return(FALSE)
+          }
+          bad.run <<- bad.run + 1
+        } else {
+          best.score <<- value
+          bad.run <<- 1
+        }
+      }
+    }
+    TRUE
+  }
+}
