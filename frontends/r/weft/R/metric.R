@@ -33,3 +33,14 @@ mx.metric.logloss <- mx.metric.custom("logloss", function(label, pred) {
   p <- pred[cbind(as.integer(label) + 1L, seq_len(ncol(pred)))]
   -mean(log(pmax(p, 1e-15)))
 })
+
+# Language-model perplexity of a batch: exp of the mean negative log probability given to
+# each sample's class (pred: one column of class probabilities per sample), samples whose
+# label is mask_element left out; batches are averaged as every custom metric's are.
+mx.metric.Perplexity <- mx.metric.custom("Perplexity", function(label, pred, mask_element = -1) {
+  label <- as.numeric(label)
+  pred <- as.matrix(pred)
+  keep <- which(label != mask_element)
+  p <- pred[cbind(as.integer(label[keep]) + 1L, keep)]
+  exp(-sum(log(p)) / length(keep))
+})

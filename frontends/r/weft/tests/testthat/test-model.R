@@ -129,6 +129,21 @@ test_that("the regression and log-loss metrics give hand-computed values", {
   expect_equal(m$get(m$update(c(0, 1, 1), probs, m$init()))$value, -mean(log(c(0.7, 0.8, 1e-15))))
 })
 
+test_that("Perplexity leaves out labels of -1 and averages the batches' perplexities", {
+  m <- mx.metric.Perplexity
+  probs <- matrix(c(0.5, 0.25, 0.25,
+                    0.1, 0.6, 0.3,
+                    0.2, 0.2, 0.6,
+                    0.9, 0.05, 0.05), 3)      # 3 classes, 4 samples
+  s <- m$update(c(0, 1, 2, -1), probs, m$init())
+  first <- exp(-(log(0.5) + log(0.6) + log(0.6)) / 3)
+  expect_equal(m$get(s)$name, "Perplexity")
+  expect_equal(m$get(s)$value, first)
+  s <- m$update(c(2, 0), probs[, 1:2], s)
+  second <- exp(-(log(0.25) + log(0.1)) / 2)
+  expect_equal(m$get(s)$value, (first + second) / 2)
+})
+
 test_that("array.layout takes samples as rows or columns, and auto tells them apart", {
   set.seed(5)
   x <- matrix(rnorm(6 * 40), 6)                        # 6 features, 40 samples (colmajor)
