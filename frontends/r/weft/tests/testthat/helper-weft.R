@@ -30,3 +30,11 @@ run_python <- function(code) {
 
 # Weft's (row-major) shape of an array.
 weft_shape <- function(x) weft:::.weft_shape(x)
+
+# A one-output linear regression without bias (weight "fc_weight"), for tests that check
+# training's weights against gradient descent written out in R.
+linreg_net <- function() {
+  mx.symbol.LinearRegressionOutput(
+    mx.symbol.FullyConnected(mx.symbol.Variable("data"), num_hidden = 1, no_bias = TRUE, name = "fc"),
+    name = "lro")
+}

@@ -48,9 +48,7 @@ test_that("FeedForward.create stops at the epoch where early.stop says so", {
   set.seed(5)
   x <- matrix(rnorm(2 * 16), 2)
   y <- as.numeric(c(1, -2) %*% x)
-  net <- mx.symbol.LinearRegressionOutput(
-    mx.symbol.FullyConnected(mx.symbol.Variable("data"), num_hidden = 1, no_bias = TRUE, name = "fc"),
-    name = "lro")
+  net <- linreg_net()
   w0 <- matrix(c(0, 0), 2, 1)
   epochs <- c()
   stop_cb <- mx.callback.early.stop(train.metric = 0.5)

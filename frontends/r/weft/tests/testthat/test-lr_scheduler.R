@@ -56,9 +56,7 @@ test_that("FeedForward.create with optimizer = \"sgd\" applies the scheduler's r
   set.seed(11)
   x <- matrix(rnorm(2 * 8), 2)
   y <- as.numeric(c(1.5, -0.5) %*% x)
-  net <- mx.symbol.LinearRegressionOutput(
-    mx.symbol.FullyConnected(mx.symbol.Variable("data"), num_hidden = 1, no_bias = TRUE, name = "fc"),
-    name = "lro")
+  net <- linreg_net()
   seen <- NULL
   sched <- mx.lr_scheduler.FactorScheduler(step = 1, factor_val = 0.5, verbose = FALSE)
   recording <- function(env) {
