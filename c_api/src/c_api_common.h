@@ -101,10 +101,10 @@ class PinScope {
   int n_ = 0;
   std::vector<Pin> more_;
   PinScope* prev_;
-  // The innermost scope of this thread (a callback may make calls inside a call). Every
-  // C API call reads it: the initial-exec model makes that one load, not a call to
-  // __tls_get_addr (it takes a pointer of the static TLS glibc reserves for dlopen).
-  static inline thread_local PinScope* current_ __attribute__((tls_model("initial-exec"))) = nullptr;
+  // The innermost scope of this thread (a callback may make calls inside a call). Not
+  // initial-exec TLS: one such variable marks the library's whole TLS block static, and
+  // glibc 2.39 has too little static TLS left for it when Python 3.12 dlopens libweft.
+  static inline thread_local PinScope* current_ = nullptr;
 };
 
 // A table of objects of one kind. Lookups and frees take no lock; creating and reclaiming a
