@@ -361,7 +361,8 @@ def test_reset_arrays_on_gpu():
 def _train(ctx, optimizer, opt_kwargs, dtype, steps=3):
     """Parameters given the same values and, at each step, the same gradients on `ctx`,
     updated by a Trainer; returns the final values. Gradients are written directly, so
-    that only the optimizer's operators run on the device."""
+    that only the optimizer's operators run on the device; they are marked fresh, as a
+    backward would, or the Trainer refuses them as stale (MXNet's UserWarning)."""
     rng = np.random.RandomState(21)
     shapes = [(16, 10), (16,), (4, 16), (4,), (70, 90)]
     params = []
@@ -374,6 +375,7 @@ def _train(ctx, optimizer, opt_kwargs, dtype, steps=3):
     for _ in range(steps):
         for p in params:
             p.grad(ctx)[:] = nd.array(rng.normal(0, 1, p.shape), ctx=ctx, dtype=dtype)
+            p.data(ctx)._fresh_grad = True
         trainer.step(8)
     return {p.name: p.data(ctx).asnumpy() for p in params}
 

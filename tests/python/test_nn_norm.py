@@ -139,6 +139,72 @@ def test_batch_norm_errors():
         nd.BatchNorm(*[nd.ones(s, dtype="int32") for s in [(2, 3), (3,), (3,), (3,), (3,)]])
 
 
+def _bn_half_run(x, params_dtype, train=True):
+    C = x.shape[1]
+    rng = np.random.RandomState(3)
+    g, b = rng.uniform(0.5, 1.5, C), rng.normal(0, 1, C)
+    mm, mv = rng.normal(0, 0.1, C), rng.uniform(0.5, 1.5, C)
+    dy = rng.normal(0, 1, x.shape).astype(np.float16).astype(x.dtype)  # the same values for both runs
+    args = [nd.array(x, dtype=x.dtype)] + [nd.array(a, dtype=params_dtype) for a in (g, b)]
+    aux = [nd.array(a, dtype=params_dtype) for a in (mm, mv)]
+    for a in args:
+        a.attach_grad()
+    with mx.autograd.record(train_mode=train):
+        y = nd.BatchNorm(*args, *aux, fix_gamma=False, eps=1e-3, momentum=0.9)
+    y.backward(nd.array(dy, dtype=dy.dtype))
+    return y, aux, [a.grad for a in args]
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_batch_norm_float16_data_takes_float32_parameters(train):
+    # MXNet's rule: float16 data keeps gamma, beta and the statistics in float32. The result
+    # equals the float32 computation on the same (float16) values, rounded to float16.
+    x = (RNG.randn(4, 3, 5, 2) * 2 + 1).astype(np.float16)
+    y, aux, grads = _bn_half_run(x, "float32", train)
+    y32, aux32, grads32 = _bn_half_run(x.astype(np.float32), "float32", train)
+    assert y.dtype == np.float16 and grads[0].dtype == np.float16
+    assert all(a.dtype == np.float32 for a in aux + grads[1:])
+    assert_almost_equal(y.asnumpy().astype(np.float32), y32.asnumpy(), rtol=2e-3, atol=2e-3)
+    assert_almost_equal(grads[0].asnumpy().astype(np.float32), grads32[0].asnumpy(), rtol=5e-3, atol=5e-3)
+    for a, b in zip(aux + grads[1:], aux32 + grads32[1:]):
+        assert_almost_equal(a.asnumpy(), b.asnumpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_batch_norm_float16_infers_float32_parameters_and_accepts_float16_ones():
+    bn = mx.sym.BatchNorm(mx.sym.var("data"), name="bn")
+    arg, out, aux = bn.infer_type(data="float16")
+    assert arg == [np.float16, np.float32, np.float32] and aux == [np.float32, np.float32]
+    assert out == [np.float16]
+    # Parameters in float16 stay accepted (Weft's earlier rule); another type is refused.
+    x = RNG.randn(2, 3, 4).astype(np.float16)
+    y16, _, _ = _bn_half_run(x, "float16")
+    y32, _, _ = _bn_half_run(x, "float32")
+    assert_almost_equal(y16.asnumpy().astype(np.float32), y32.asnumpy().astype(np.float32), rtol=1e-2, atol=1e-2)
+    with pytest.raises(mx.base.WeftError, match=r"BatchNorm.*gamma.*float64.*float32"):
+        nd.BatchNorm(nd.array(x, dtype="float16"), *[nd.ones(3, dtype="float64") for _ in range(4)])
+
+
+def test_gluon_network_cast_to_float16_trains_with_batch_norm():
+    net = mx.gluon.nn.HybridSequential()
+    net.add(mx.gluon.nn.Conv2D(4, 3), mx.gluon.nn.BatchNorm(), mx.gluon.nn.Activation("relu"),
+            mx.gluon.nn.Dense(2))
+    net.initialize(mx.init.Xavier())
+    net.cast("float16")
+    bn = net[1]
+    assert bn.gamma.dtype == np.float32 and bn.running_mean.dtype == np.float32
+    trainer = mx.gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1, "multi_precision": True})
+    x = nd.array(RNG.randn(2, 3, 6, 6), dtype="float16")
+    for hybrid in (False, True):
+        if hybrid:
+            net.hybridize()
+        with mx.autograd.record():
+            loss = (net(x).astype("float32") ** 2).sum()
+        loss.backward()
+        trainer.step(2)
+        assert bn.gamma.grad().dtype == np.float32 and np.all(np.isfinite(bn.gamma.grad().asnumpy()))
+    assert not np.allclose(bn.running_mean.data().asnumpy(), 0)
+
+
 # ------------------------------------------------------------------ LayerNorm / GroupNorm / InstanceNorm
 @pytest.mark.parametrize("shape,axis", [((4, 10), -1), ((1, 7), -1), ((2, 3, 5), 1), ((3, 4, 2), 0)])
 def test_layer_norm_matches_torch(shape, axis):

@@ -9,9 +9,11 @@
 // moving ones are updated as moving = moving * momentum + batch * (1 - momentum); otherwise
 // the moving statistics are used. fix_gamma treats gamma as 1 and gives it a zero gradient.
 //
-// bfloat16 data may come with float32 parameters and statistics (what automatic mixed
-// precision gives it, as oneDNN's bf16 batch normalisation takes them): the data, output
-// and data gradient are bf16, everything per channel stays float32.
+// Half-precision data (float16, bfloat16) takes float32 parameters and statistics, as in
+// MXNet (Gluon's BatchNorm keeps them in float32 when a network is cast to float16; automatic
+// mixed precision and oneDNN's bf16 batch normalisation do the same): the data, output and
+// data gradient are half, everything per channel stays float32. Parameters given in the
+// data's own half type are accepted too; unknown ones are inferred as float32.
 //
 // The data is seen as outer x C x inner; a channel's elements are `outer` contiguous runs of
 // `inner` values, so one thread handles whole channels and the inner loops vectorise.
@@ -74,12 +76,10 @@ bool TwoGroupType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DT
   if (dt == DType::kUnknown) return false;
   if (!IsFloatDType(dt))
     Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': expected floating-point data, got ", DTypeName(dt));
-  if (dt != DType::kBfloat16)
+  if (dt != DType::kBfloat16 && dt != DType::kFloat16)
     pt = dt;
-  else if (pt == DType::kUnknown)
-    pt = DType::kFloat32;
-  else if (pt != DType::kFloat32)
-    pt = dt;  // bf16 parameters; any other type is refused below as not matching
+  else if (pt != dt)
+    pt = DType::kFloat32;  // any type but float32 and the data's own is refused below
   for (int i = 0; i < static_cast<int>(in->size()); ++i) AssignType(attrs, in, i, in_data(i) ? dt : pt, "input");
   for (int i = 0; i < static_cast<int>(out->size()); ++i) AssignType(attrs, out, i, out_data(i) ? dt : pt, "output");
   return true;
@@ -184,6 +184,10 @@ void BatchNormCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::v
     Forward<bfloat16, float>(p, batch_stats, replay, in, req, out);
     return;
   }
+  if (in[0].dtype == DType::kFloat16 && in[1].dtype == DType::kFloat32) {
+    Forward<float16, float>(p, batch_stats, replay, in, req, out);
+    return;
+  }
   WEFT_NN_FLOAT_SWITCH(attrs, in[0].dtype, T, { Forward<T>(p, batch_stats, replay, in, req, out); });
 }
 
@@ -249,6 +253,10 @@ void BatchNormBackwardCompute(const NodeAttrs& attrs, const OpContext& ctx, cons
   const auto& p = attrs.Params<BatchNormParam>();
   if (in[1].dtype == DType::kBfloat16 && in[2].dtype == DType::kFloat32) {
     Backward<bfloat16, float>(p, UsesBatchStats(p, ctx), in, req, out);
+    return;
+  }
+  if (in[1].dtype == DType::kFloat16 && in[2].dtype == DType::kFloat32) {
+    Backward<float16, float>(p, UsesBatchStats(p, ctx), in, req, out);
     return;
   }
   WEFT_NN_FLOAT_SWITCH(attrs, in[1].dtype, T, { Backward<T>(p, UsesBatchStats(p, ctx), in, req, out); });

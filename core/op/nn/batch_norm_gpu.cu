@@ -367,18 +367,27 @@ TempSpace* TempOf(const NodeAttrs& attrs, const OpContext& ctx) {
   return ctx.requested[0].temp;
 }
 
-// bfloat16 data with float32 gamma, beta and statistics: the CPU's mixed-precision case.
-bool MixedBF16(DType data, DType param) { return data == DType::kBfloat16 && param == DType::kFloat32; }
+// Half-precision data with float32 gamma, beta and statistics: MXNet's rule for float16
+// data, and the CPU's mixed-precision case for bfloat16.
+bool MixedHalf(DType data, DType param) {
+  return (data == DType::kBfloat16 || data == DType::kFloat16) && param == DType::kFloat32;
+}
 
 // T, the data's dtype, and P, that of gamma, beta and the statistics: T itself, or float32
-// for bfloat16 data with float32 parameters.
+// for half-precision data with float32 parameters.
 #define WEFT_BN_GPU_SWITCH(dtype, param_dtype, T, P, what, ...)                                        \
   switch (dtype) {                                                                                   \
     case ::weft::DType::kFloat32: { using T = float; using P = float; __VA_ARGS__ } break;             \
     case ::weft::DType::kFloat64: { using T = double; using P = double; __VA_ARGS__ } break;           \
-    case ::weft::DType::kFloat16: { using T = ::weft::float16; using P = ::weft::float16; __VA_ARGS__ } break; \
+    case ::weft::DType::kFloat16:                                                                    \
+      if (MixedHalf(dtype, param_dtype)) {                                                           \
+        using T = ::weft::float16; using P = float; __VA_ARGS__                                      \
+      } else {                                                                                       \
+        using T = ::weft::float16; using P = ::weft::float16; __VA_ARGS__                            \
+      }                                                                                              \
+      break;                                                                                         \
     case ::weft::DType::kBfloat16:                                                                   \
-      if (MixedBF16(dtype, param_dtype)) {                                                           \
+      if (MixedHalf(dtype, param_dtype)) {                                                           \
         using T = ::weft::bfloat16; using P = float; __VA_ARGS__                                     \
       } else {                                                                                       \
         using T = ::weft::bfloat16; using P = ::weft::bfloat16; __VA_ARGS__                          \
@@ -393,10 +402,10 @@ void BatchNormComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, const std
                          const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const auto& p = attrs.Params<BatchNormParam>();
   const char* name = attrs.op->name.c_str();
-  if (in[1].dtype != in[0].dtype && !MixedBF16(in[0].dtype, in[1].dtype))
+  if (in[1].dtype != in[0].dtype && !MixedHalf(in[0].dtype, in[1].dtype))
     Throw(ErrorKind::kUnsupported, "Operator '", name,
           "': on GPUs, expected gamma, beta and the statistics in the data's dtype ", DTypeName(in[0].dtype),
-          " (or float32 for bfloat16 data), got ", DTypeName(in[1].dtype));
+          " (or float32 for float16 or bfloat16 data), got ", DTypeName(in[1].dtype));
   ChannelLayout l = LayoutOf(p, in[0].shape);
   if (l.C == 0) return;
   const bool replay = IsReplay(attrs);
@@ -441,10 +450,10 @@ void BatchNormBackwardComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, c
                                  const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const auto& p = attrs.Params<BatchNormParam>();
   const char* name = attrs.op->name.c_str();
-  if (in[2].dtype != in[1].dtype && !MixedBF16(in[1].dtype, in[2].dtype))
+  if (in[2].dtype != in[1].dtype && !MixedHalf(in[1].dtype, in[2].dtype))
     Throw(ErrorKind::kUnsupported, "Operator '", name,
           "': on GPUs, expected gamma and the statistics in the data's dtype ", DTypeName(in[1].dtype),
-          " (or float32 for bfloat16 data), got ", DTypeName(in[2].dtype));
+          " (or float32 for float16 or bfloat16 data), got ", DTypeName(in[2].dtype));
   ChannelLayout l = LayoutOf(p, in[1].shape);
   if (l.C == 0) return;
   const bool batch_stats = ctx.is_train && !p.use_global_stats;
