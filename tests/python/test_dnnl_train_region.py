@@ -237,6 +237,50 @@ def test_no_region_primitive_falls_back_to_onednns_reference_kernels():
     assert not any(f[4].startswith("ref") for f in convs), sorted({f[4] for f in convs})
 
 
+def dilated_net():
+    # A 3x3 convolution of dilation 6 (padding 6), as in DeepLab's and SSD's fc6: oneDNN's
+    # jit kernels refuse it on blocked data, where the regions used to force nChw8c/16c.
+    x = conv_bn(sym.Variable("data"), "dil", 16, (3, 3), pad=(1, 1))
+    x = sym.Convolution(x, kernel=(3, 3), pad=(6, 6), dilate=(6, 6), num_filter=16, name="dil2", no_bias=True)
+    x = sym.Activation(sym.BatchNorm(x, fix_gamma=False, name="dil2_bn"), act_type="relu")
+    x = sym.Pooling(x, pool_type="avg", global_pool=True, kernel=(1, 1))
+    return sym.SoftmaxOutput(sym.FullyConnected(sym.Flatten(x), num_hidden=5, name="fc"), name="softmax")
+
+
+def test_dilated_convolution_matches_the_operators_alone():
+    fused, plain = pair(dilated_net(), (4, 16, 19, 19))
+    assert len(regions(fused)) >= 1
+    step_and_compare(fused, plain, steps=2)
+    step_and_compare(fused, plain, is_train=False)
+
+
+def test_dilated_convolution_avoids_onednns_reference_kernels():
+    # Where the forced blocked layout leaves oneDNN only its reference kernel (thousands of
+    # times slower: VGG's fc6 at batch 4 took minutes), the regions let oneDNN pick the
+    # layouts. oneDNN's log of a training step and of an inference region, in a child process.
+    code = "\n".join([
+        "import sys",
+        "sys.path.insert(0, %r)" % os.path.dirname(os.path.abspath(__file__)),
+        "from test_dnnl_train_region import dilated_net, pair, regions",
+        "import weft as mx",
+        "fused, _ = pair(dilated_net(), (4, 16, 19, 19))",
+        "assert regions(fused)",
+        "fused.forward(is_train=True)",
+        "fused.backward()",
+        "infer = dilated_net().simple_bind(mx.cpu(), grad_req='null', data=(4, 16, 19, 19))",
+        "infer.forward(is_train=False)",
+        "mx.nd.waitall()",
+        "assert 'oneDNN region' in infer.debug_str()",
+    ])
+    run = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, ONEDNN_VERBOSE="1"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert run.returncode == 0, run.stderr
+    convs = [ln.split(",") for ln in run.stdout.splitlines() if ",exec," in ln and ",convolution," in ln]
+    passes = {f[5] for f in convs if any(x.startswith("mb") and "dh5" in x for x in f)}
+    assert {"forward_training", "backward_data", "backward_weights", "forward_inference"} <= passes, passes
+    assert not any(f[4].startswith("ref") for f in convs), sorted({(f[4], f[5]) for f in convs})
+
+
 def test_predictions_follow_weights_written_between_calls():
     # At inference a region keeps its reordered weights between calls and reorders one again
     # only after its array was written: by assignment here, by an optimizer in training. The

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <oneapi/dnnl/dnnl.hpp>
+#include <string>
 
 #include "core/base/shape.h"
 
@@ -33,6 +34,16 @@ inline dnnl::memory::format_tag DnnlBlockedTag() {
 inline dnnl::engine& RegionEngine() {
   static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   return eng;
+}
+
+// Whether oneDNN chose its reference implementation ("ref:any"): a loop nest dozens to
+// thousands of times slower than its jit kernels. It gets it when a layout the regions force
+// is one no optimised kernel takes for that problem (a 3x3 convolution of dilation 6 on
+// blocked data: the jit kernels refuse dilations beyond their padding rules), so a region
+// that sees it retries with the layouts left to oneDNN (which then picks its gemm kernel).
+inline bool DnnlIsReference(const dnnl::primitive_desc_base& pd) {
+  const char* name = pd.impl_info_str();
+  return name != nullptr && std::string(name).rfind("ref", 0) == 0;
 }
 
 // A float32 NCHW array of shape s (4-D), as the graph holds its values.

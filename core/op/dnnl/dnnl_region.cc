@@ -298,9 +298,10 @@ void DnnlRegion::Impl::EmitUnit(size_t u, const std::vector<int>& last_use) {
     // few channels (a network's first: its plain source suits oneDNN's kernel for it).
     bool strided_window =
         g == 1 && (kd[0] > 1 || kd[1] > 1) && (strides[0] > 1 || strides[1] > 1) && c % DnnlChannelBlock() == 0;
-    auto make_pd = [&](dnnl::algorithm alg) {
-      dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, alg, ConvLayout(ss, strided_window, winograd_region),
-                                           any_w, bias_md, ConvLayout(ds, strided_window, winograd_region), strides, dil, pl, pr);
+    auto make_pd = [&](dnnl::algorithm alg, bool free) {
+      dnnl::convolution_forward::desc desc(
+          dnnl::prop_kind::forward_inference, alg, free ? Any(ss) : ConvLayout(ss, strided_window, winograd_region),
+          any_w, bias_md, free ? Any(ds) : ConvLayout(ds, strided_window, winograd_region), strides, dil, pl, pr);
       return dnnl::convolution_forward::primitive_desc(desc, attr, RegionEngine());
     };
     dnnl::convolution_forward::primitive_desc pd;
@@ -308,12 +309,15 @@ void DnnlRegion::Impl::EmitUnit(size_t u, const std::vector<int>& last_use) {
                 strides[1] == 1 && dil[0] == 0 && dil[1] == 0;
     if (wino) {
       try {
-        pd = make_pd(dnnl::algorithm::convolution_winograd);
+        pd = make_pd(dnnl::algorithm::convolution_winograd, false);
       } catch (const dnnl::error&) {
         wino = false;  // not for this shape or machine
       }
     }
-    if (!wino) pd = make_pd(dnnl::algorithm::convolution_direct);
+    if (!wino) {
+      pd = make_pd(dnnl::algorithm::convolution_direct, false);
+      if (DnnlIsReference(pd)) pd = make_pd(dnnl::algorithm::convolution_direct, true);
+    }
     cs.prim_w = pd.weights_desc();
     cs.weights.reset(AlignedAlloc(cs.prim_w.get_size(), "_dnnl_region"));
     prim.prim = dnnl::convolution_forward(pd);

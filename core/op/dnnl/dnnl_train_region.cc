@@ -41,9 +41,10 @@ memory::desc Vec(int64_t n) { return memory::desc({n}, memory::data_type::f32, m
 // The layout convolutions are created with: oneDNN's blocked one (nChw16c with AVX-512,
 // nChw8c on AVX2: dnnl_layout.h) from batch 4 on where the channels allow it (the layout
 // the inference regions found fastest, and the one BatchNorm, relu and add then run on),
-// else oneDNN's choice.
-memory::desc ConvLayout(const Shape& s) {
-  memory::format_tag tag = s[0] >= 4 && s[1] % DnnlChannelBlock() == 0 ? DnnlBlockedTag() : memory::format_tag::any;
+// else oneDNN's choice (always with `free`: DnnlIsReference).
+memory::desc ConvLayout(const Shape& s, bool free = false) {
+  memory::format_tag tag =
+      !free && s[0] >= 4 && s[1] % DnnlChannelBlock() == 0 ? DnnlBlockedTag() : memory::format_tag::any;
   return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, tag);
 }
 
@@ -698,15 +699,15 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
                : memory::desc({g, f / g, c / g, kd[0], kd[1]}, memory::data_type::f32, memory::format_tag::goihw);
     memory::desc any_w(plain_w.dims(), memory::data_type::f32, memory::format_tag::any);
     memory::desc bias_md = un.bias >= 0 ? Vec(f) : memory::desc();
-    auto make = [&](dnnl::algorithm alg) {
+    auto make = [&](dnnl::algorithm alg, bool free) {
       ConvPds pds;
-      dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, alg, ConvLayout(ss), any_w, bias_md,
-                                         ConvLayout(ds), strides, dil, pl, pr);
+      const memory::desc src_md = ConvLayout(ss, free), dst_md = ConvLayout(ds, free);
+      dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, alg, src_md, any_w, bias_md, dst_md,
+                                         strides, dil, pl, pr);
       pds.fwd = dnnl::convolution_forward::primitive_desc(fd, UserScratch(), RegionEngine());
-      dnnl::convolution_backward_data::desc dd(alg, ConvLayout(ss), any_w, ConvLayout(ds), strides, dil, pl, pr);
+      dnnl::convolution_backward_data::desc dd(alg, src_md, any_w, dst_md, strides, dil, pl, pr);
       pds.bwd_data = dnnl::convolution_backward_data::primitive_desc(dd, UserScratch(), RegionEngine(), pds.fwd);
-      dnnl::convolution_backward_weights::desc wd(alg, ConvLayout(ss), any_w, bias_md, ConvLayout(ds), strides, dil,
-                                                  pl, pr);
+      dnnl::convolution_backward_weights::desc wd(alg, src_md, any_w, bias_md, dst_md, strides, dil, pl, pr);
       pds.bwd_weights = dnnl::convolution_backward_weights::primitive_desc(wd, UserScratch(), RegionEngine(), pds.fwd);
       return pds;
     };
@@ -715,12 +716,16 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
     ConvPds pds;
     if (wino) {
       try {
-        pds = make(dnnl::algorithm::convolution_winograd);
+        pds = make(dnnl::algorithm::convolution_winograd, false);
       } catch (const dnnl::error&) {
         wino = false;  // not for this shape or machine
       }
     }
-    if (!wino) pds = make(dnnl::algorithm::convolution_direct);
+    if (!wino) {
+      pds = make(dnnl::algorithm::convolution_direct, false);
+      if (DnnlIsReference(pds.fwd) || DnnlIsReference(pds.bwd_data) || DnnlIsReference(pds.bwd_weights))
+        pds = make(dnnl::algorithm::convolution_direct, true);
+    }
     conv[u] = pds;
     Loc src = View(un.src, pds.fwd.src_desc());
     // In training the weights are reordered at every call: each step changes them.
