@@ -112,10 +112,10 @@ class WeftAttributeError(WeftError, AttributeError):
 class InternalError(WeftRuntimeError):
     """A broken invariant inside Weft (status ERR_INTERNAL): the message asks for a report."""
 
-    def __init__(self, message, status=ERR_INTERNAL):
-        if "Weft hint:" not in message:
-            message += "\nWeft hint: this is an internal error of Weft; please report it with the code that raised it."
-        super().__init__(message, status)
+    def __init__(self, msg, status=ERR_INTERNAL):
+        if "Weft hint:" not in msg:
+            msg += "\nWeft hint: this is an internal error of Weft; please report it with the code that raised it."
+        super().__init__(msg, status)
 
 
 _ERROR_CLASSES = {

@@ -1096,16 +1096,19 @@ class SymbolBlock(HybridBlock):
                                           len(self._sym.list_outputs()))
 
     @staticmethod
-    def imports(symbol_file, input_names, param_file=None, ctx=None):
-        """A SymbolBlock from files written by export (or Module.save_checkpoint)."""
+    def imports(symbol_file, input_names, param_file=None, ctx=None, allow_missing=False, ignore_extra=False):
+        """A SymbolBlock from files written by export (or Module.save_checkpoint).
+        allow_missing: parameters of the symbol absent from param_file stay uninitialised
+        rather than raising; ignore_extra: parameters of the file the symbol does not use are
+        skipped rather than raising (MXNet's defaults: both False)."""
         sym = symbol.load(symbol_file)
         if isinstance(input_names, str):
             input_names = [input_names]
         inputs = [symbol.var(n) for n in input_names]
         block = SymbolBlock(sym, inputs)
         if param_file is not None:
-            block.collect_params().load(param_file, ctx=ctx, allow_missing=False, ignore_extra=True, cast_dtype=True,
-                                        dtype_source="saved")
+            block.collect_params().load(param_file, ctx=ctx, allow_missing=allow_missing, ignore_extra=ignore_extra,
+                                        cast_dtype=True, dtype_source="saved")
         return block
 
     def _input_names(self, n):

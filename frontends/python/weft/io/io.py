@@ -377,16 +377,18 @@ def _init_data(data, allow_empty, default_name):
     return out
 
 
-def _reordered(v, idx):
-    """The samples of `v` in the order `idx`, in v's storage type."""
+def _reordered(v, idx, axis=0):
+    """The samples of `v` (along `axis`) in the order `idx`, in v's storage type."""
     if isinstance(v, _sparse.CSRNDArray):
         return _sparse.csr_matrix(v.asnumpy()[idx], ctx=v.context)
-    return array(v.asnumpy()[idx], ctx=v.context)
+    return array(np.take(v.asnumpy(), idx, axis=axis), ctx=v.context)
 
 
 class NDArrayIter(DataIter):
     """Iterates over in-memory arrays (NDArray or numpy; an array, a list or a dict of them
-    for data and for label), batch_size samples at a time along the first axis.
+    for data and for label), batch_size samples at a time along the batch axis: the
+    position of 'N' in `layout` (the first axis for the default 'NCHW'; 'TNC' batches
+    sequences along the second). A label with fewer axes is batched along its first.
 
     shuffle: reorders the samples at every reset (with numpy's global RNG, as MXNet).
     last_batch_handle, for the samples left when batch_size does not divide the set:
@@ -398,8 +400,12 @@ class NDArrayIter(DataIter):
     """
 
     def __init__(self, data, label=None, batch_size=1, shuffle=False, last_batch_handle="pad", data_name="data",
-                 label_name="softmax_label"):
+                 label_name="softmax_label", layout="NCHW"):
         super(NDArrayIter, self).__init__(batch_size)
+        if not isinstance(layout, str) or layout.find("N") < 0:
+            raise ValueError("NDArrayIter: layout must name the batch axis with 'N' (e.g. 'NCHW', 'TNC'), got %r"
+                             % (layout,))
+        self.layout = layout
         if last_batch_handle not in ("pad", "discard", "roll_over"):
             raise ValueError("NDArrayIter: last_batch_handle must be 'pad', 'discard' or 'roll_over', got %r"
                              % (last_batch_handle,))
@@ -412,13 +418,18 @@ class NDArrayIter(DataIter):
             # Batches of csr rows are row slices; padding or carrying over would join them.
             raise NotImplementedError("NDArrayIter: CSRNDArray data or label needs last_batch_handle='discard', "
                                       "got %r" % (last_batch_handle,))
-        n = self.data[0][1].shape[0]
+        for k, v in self.data:
+            if layout.find("N") >= len(v.shape):
+                raise ValueError("NDArrayIter: layout %r puts the batch axis at %d, but %s has shape %s"
+                                 % (layout, layout.find("N"), k, tuple(v.shape)))
+        first = self.data[0][1]
+        n = first.shape[self._axis(first)]
         for k, v in self.data + self.label:
             # Arrays longer than the first data array have their extra samples unused, as in
             # MXNet (a script may pair data[10:] with the whole label array).
-            if v.shape[0] < n:
+            if v.shape[self._axis(v)] < n:
                 raise ValueError("NDArrayIter: every array needs at least as many samples as the data: %s has %d, "
-                                 "expected %d (of %s)" % (k, v.shape[0], n, self.data[0][0]))
+                                 "expected %d (of %s)" % (k, v.shape[self._axis(v)], n, self.data[0][0]))
         self.idx = np.arange(n)
         self.shuffle = shuffle
         self.last_batch_handle = last_batch_handle
@@ -431,13 +442,23 @@ class NDArrayIter(DataIter):
         self.data_list = [x[1] for x in self.data] + [x[1] for x in self.label]
         self.num_source = len(self.data_list)
 
+    def _axis(self, v):
+        axis = self.layout.find("N")
+        return axis if len(v.shape) > axis else 0
+
+    def _desc(self, k, v):
+        shape = list(v.shape)
+        axis = self._axis(v)
+        shape[axis] = self.batch_size
+        return DataDesc(k, tuple(shape), v.dtype, layout=self.layout if axis == self.layout.find("N") else "NCHW")
+
     @property
     def provide_data(self):
-        return [DataDesc(k, tuple([self.batch_size] + list(v.shape[1:])), v.dtype) for k, v in self.data]
+        return [self._desc(k, v) for k, v in self.data]
 
     @property
     def provide_label(self):
-        return [DataDesc(k, tuple([self.batch_size] + list(v.shape[1:])), v.dtype) for k, v in self.label]
+        return [self._desc(k, v) for k, v in self.label]
 
     def hard_reset(self):
         """Starts over, ignoring roll_over's cached samples."""
@@ -470,7 +491,7 @@ class NDArrayIter(DataIter):
             raise StopIteration
         data = self.getdata()
         label = self.getlabel()
-        if data[0].shape[0] != self.batch_size:
+        if data[0].shape[self._axis(data[0])] != self.batch_size:
             # Incomplete (discard, roll_over): kept for roll_over's next epoch.
             self._cache_data = data
             self._cache_label = label
@@ -481,14 +502,17 @@ class NDArrayIter(DataIter):
         start = 0 if start is None else start
         if end is None:
             end = self.num_data
-        return [x[1][start:end] for x in source]
+        return [self._slice(x[1], start, end) for x in source]
 
-    @staticmethod
-    def _concat(first, second):
+    def _slice(self, v, start, end):
+        axis = self._axis(v)
+        return v[start:end] if axis == 0 else v.slice_axis(axis=axis, begin=start, end=end)
+
+    def _concat(self, first, second):
         if len(first) != len(second):
             raise ValueError("NDArrayIter: data sources hold different numbers of arrays")
         if first and second:
-            return [_nd_impl.concatenate([a, b], axis=0) for a, b in zip(first, second)]
+            return [_nd_impl.concatenate([a, b], axis=self._axis(a)) for a, b in zip(first, second)]
         return []
 
     def _batchify(self, source):
@@ -533,8 +557,8 @@ class NDArrayIter(DataIter):
     def _shuffle_data(self):
         # The permutation composes with the previous ones, as MXNet's does.
         np.random.shuffle(self.idx)
-        self.data = [(k, _reordered(v, self.idx)) for k, v in self.data]
-        self.label = [(k, _reordered(v, self.idx)) for k, v in self.label]
+        self.data = [(k, _reordered(v, self.idx, self._axis(v))) for k, v in self.data]
+        self.label = [(k, _reordered(v, self.idx, self._axis(v))) for k, v in self.label]
 
 
 class MXDataIter(DataIter):

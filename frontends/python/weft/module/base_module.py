@@ -270,6 +270,78 @@ class BaseModule:
     def install_monitor(self, mon):
         raise NotImplementedError("%s does not implement install_monitor" % type(self).__name__)
 
+    # ------------------------------------------------------------------ what a module implements
+    # MXNet's interface: a subclass (Module, BucketingModule, SequentialModule, PythonModule or
+    # a user's own) provides these; fit, score, predict and forward_backward above use them.
+    def _abstract(self, what):
+        raise NotImplementedError("%s does not implement %s" % (type(self).__name__, what))
+
+    @property
+    def data_names(self):
+        """The names of the data inputs."""
+        return self._abstract("data_names")
+
+    @property
+    def output_names(self):
+        """The names of the outputs."""
+        return self._abstract("output_names")
+
+    @property
+    def data_shapes(self):
+        """The DataDesc of each data input."""
+        return self._abstract("data_shapes")
+
+    @property
+    def label_shapes(self):
+        """The DataDesc of each label input (None without labels)."""
+        return self._abstract("label_shapes")
+
+    @property
+    def output_shapes(self):
+        """(name, shape) of each output."""
+        return self._abstract("output_shapes")
+
+    def init_params(self, initializer=DEFAULT_INITIALIZER, arg_params=None, aux_params=None, allow_missing=False,
+                    force_init=False, allow_extra=False):
+        self._abstract("init_params")
+
+    def get_states(self, merge_multi_context=True):
+        """The states of a stateful module; none here (a module with states overrides it)."""
+        self._check_ready("get_states")
+        assert not merge_multi_context, "get_states: a module without states has nothing to merge"
+        return []
+
+    def set_states(self, states=None, value=None):
+        """Sets the states of a stateful module; a module without states takes none."""
+        self._check_ready("set_states")
+        assert not states and not value, "set_states: this module has no states"
+
+    def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False, force_rebind=False,
+             shared_module=None, grad_req="write"):
+        self._abstract("bind")
+
+    def init_optimizer(self, kvstore="local", optimizer="sgd", optimizer_params=(("learning_rate", 0.01),),
+                       force_init=False):
+        self._abstract("init_optimizer")
+
+    def forward(self, data_batch, is_train=None):
+        self._abstract("forward")
+
+    def backward(self, out_grads=None):
+        self._abstract("backward")
+
+    def get_outputs(self, merge_multi_context=True):
+        return self._abstract("get_outputs")
+
+    def get_input_grads(self, merge_multi_context=True):
+        return self._abstract("get_input_grads")
+
+    def update(self):
+        self._abstract("update")
+
+    def update_metric(self, eval_metric, labels, pre_sliced=False):
+        self._abstract("update_metric")
+
     @property
     def symbol(self):
         return self._symbol

@@ -6,6 +6,7 @@ Everything here is asynchronous except what reads values back (asnumpy, asscalar
 wait_to_read, __array__, bool/float/int conversion).
 """
 import numbers
+import warnings
 
 import numpy as np
 
@@ -832,8 +833,11 @@ def full(shape, val, ctx=None, dtype=np.float32, out=None):
                                 "value": val}, out=out)
 
 
-def arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype=np.float32):
-    """Evenly spaced values in [start, stop), each repeated `repeat` times."""
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=np.float32):
+    """Evenly spaced values in [start, stop), each repeated `repeat` times. infer_range is
+    MXNet's deprecated argument: accepted with a DeprecationWarning and ignored, as there."""
+    if infer_range is not None:
+        warnings.warn("arange: the infer_range argument is deprecated and ignored", DeprecationWarning, stacklevel=2)
     return invoke("_arange", [], {"start": start, "stop": stop, "step": step, "repeat": repeat,
                                   "ctx": _ctx(ctx), "dtype": _dtype_name(dtype)})
 
@@ -1006,10 +1010,10 @@ def load_frombuffer(buf):
 
 
 # -------------------------------------------------------------------- DLPack
-def from_dlpack(obj):
+def from_dlpack(dlpack):
     """An NDArray sharing memory with a DLPack capsule or an object with __dlpack__
     (a torch tensor, a numpy array)."""
-    capsule = obj.__dlpack__() if hasattr(obj, "__dlpack__") else obj
+    capsule = dlpack.__dlpack__() if hasattr(dlpack, "__dlpack__") else dlpack
     return NDArray(_api.weft_ndarray_from_dlpack(capsule))
 
 

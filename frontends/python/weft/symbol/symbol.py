@@ -655,12 +655,13 @@ def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None
 var = Variable
 
 
-def Group(symbols):
-    """The outputs of several symbols as one."""
+def Group(symbols, create_fn=None):
+    """The outputs of several symbols as one, made by create_fn (a Symbol class, Symbol by
+    default: MXNet's argument for its NumPy symbols) from the group's handle."""
     symbols = list(symbols)
     if not symbols or not all(isinstance(s, Symbol) for s in symbols):
         raise TypeError("Group: expected a non-empty list of Symbols")
-    return Symbol(_api.weft_symbol_group(len(symbols), [s.handle for s in symbols]))
+    return (create_fn or Symbol)(_api.weft_symbol_group(len(symbols), [s.handle for s in symbols]))
 
 
 def _cached_op(*args, subgraph=None, name=None):
