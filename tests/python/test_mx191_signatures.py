@@ -155,3 +155,19 @@ def test_python_loss_module_inherits_the_empty_states():
     mod.bind([("data", (2, 3))], [("softmax_label", (2,))])
     mod.init_params()
     assert mod.get_states(merge_multi_context=False) == []
+
+
+def test_bucketing_module_checkpoint_keeps_amp_casts_by_default(tmp_path):
+    # MXNet's BucketingModule.save_checkpoint has remove_amp_cast=False (Module's is True).
+    def sym_gen(key):
+        x = mx.sym.amp_cast(mx.sym.var("data"), dtype="float16")
+        y = mx.sym.FullyConnected(mx.sym.amp_cast(x, dtype="float32"), num_hidden=2, name="fc")
+        return mx.sym.SoftmaxOutput(y, name="softmax"), ("data",), ("softmax_label",)
+
+    mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=3)
+    mod.bind([("data", (2, 3))], [("softmax_label", (2,))])
+    mod.init_params()
+    mod.save_checkpoint(str(tmp_path / "b"), 1)
+    assert "amp_cast" in (tmp_path / "b-3-symbol.json").read_text()
+    mod.save_checkpoint(str(tmp_path / "c"), 1, remove_amp_cast=True)
+    assert "amp_cast" not in (tmp_path / "c-3-symbol.json").read_text()

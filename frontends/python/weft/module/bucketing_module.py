@@ -280,8 +280,9 @@ class BucketingModule(BaseModule):
         for module in self._buckets.values():
             module.install_monitor(mon)
 
-    def save_checkpoint(self, prefix, epoch, remove_amp_cast=True):
-        """Writes one `prefix-<bucket_key>-symbol.json` per bound bucket, the shared
+    def save_checkpoint(self, prefix, epoch, remove_amp_cast=False):
+        """Writes one `prefix-<bucket_key>-symbol.json` per bound bucket (keeping amp_cast
+        nodes unless remove_amp_cast, MXNet's default for BucketingModule), the shared
         parameters to `prefix-%04d.params` and, when the bucket keys are integers (as
         BucketingModule.load needs), their list to `prefix.buckets` (an int32 NDArray file)."""
         _require(self.binded, "save_checkpoint", "bind()")
