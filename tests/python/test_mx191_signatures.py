@@ -171,3 +171,44 @@ def test_bucketing_module_checkpoint_keeps_amp_casts_by_default(tmp_path):
     assert "amp_cast" in (tmp_path / "b-3-symbol.json").read_text()
     mod.save_checkpoint(str(tmp_path / "c"), 1, remove_amp_cast=True)
     assert "amp_cast" not in (tmp_path / "c-3-symbol.json").read_text()
+
+
+# ---------------------------------------------------------------- fluent methods
+FLUENT_CASES = [("sum", {"axis": 1}), ("mean", {}), ("max", {"axis": 0}), ("argsort", {}), ("topk", {"k": 1}),
+                ("clip", {"a_min": 1, "a_max": 3}), ("transpose", {}), ("one_hot", {"depth": 5}),
+                ("slice_axis", {"axis": 1, "begin": 0, "end": 1}), ("tile", {"reps": (1, 2)}), ("flip", {"axis": 0}),
+                ("softmax", {}), ("norm", {}), ("square", {}), ("rsqrt", {}), ("split", {"num_outputs": 2})]
+
+
+@pytest.mark.parametrize("name,kwargs", FLUENT_CASES)
+def test_fluent_methods_are_class_methods_that_call_the_operator(name, kwargs):
+    a = nd.array([[1.0, 4.0], [3.0, 2.0]])
+    assert name in vars(mx.nd.NDArray) and name in vars(mx.sym.Symbol)
+    got, want = getattr(a, name)(**kwargs), getattr(nd, name)(a, **kwargs)
+    got, want = (got, want) if isinstance(got, list) else ([got], [want])
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.asnumpy(), w.asnumpy())
+    x = mx.sym.var("x")
+    out = getattr(x, name)(**kwargs)
+    bound = out.bind(mx.cpu(), {"x": a})
+    for g, w in zip(bound.forward(), want):
+        np.testing.assert_array_equal(g.asnumpy(), w.asnumpy())
+
+
+def test_every_mxnet_fluent_method_is_on_both_classes():
+    from weft.ndarray._ops import FLUENT_METHODS
+    for cls in (mx.nd.NDArray, mx.sym.Symbol):
+        missing = [n for n in FLUENT_METHODS if not callable(getattr(cls, n, None))]
+        assert not missing, (cls, missing)
+    assert "operator sum" in mx.nd.NDArray.sum.__doc__
+
+
+def test_sparse_arrays_inherit_the_fluent_methods():
+    c = nd.array([[1, 0], [0, 2]]).tostype("csr")
+    assert c.sum().asscalar() == 3 and c.square().tostype("default").asnumpy().tolist() == [[1, 0], [0, 4]]
+
+
+@pytest.mark.parametrize("method", ["asnumpy", "asscalar", "wait_to_read", "detach", "backward", "as_in_context"])
+def test_symbol_refuses_value_methods_by_name(method):
+    with pytest.raises(mx.base.NotImplementedForSymbol, match="Function %s is not implemented for Symbol" % method):
+        getattr(mx.sym.var("x"), method)()

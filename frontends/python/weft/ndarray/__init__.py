@@ -13,6 +13,7 @@ from . import _ops
 
 _internal = _types.ModuleType("weft.ndarray._internal", "Every operator, internal names included.")
 _ops.populate(globals(), _internal.__dict__)
+_ops.install_fluent(NDArray, _ops._functions)
 from . import op  # noqa: E402  (the public operators as MXNet's op module holds them)
 from .cached_op import CachedOp  # noqa: E402
 

@@ -162,6 +162,42 @@ def populate_namespace(namespace, prefix, functions=None):
             namespace.setdefault(fname[len(prefix):], fn)
 
 
+# The operators MXNet 1.9's NDArray and Symbol classes define as methods ("fluent" methods:
+# a.sum(axis=1) is nd.sum(a, axis=1)). They are installed on the classes (install_fluent),
+# so that NDArray.sum exists, help() and inspect find them, and a call skips __getattr__.
+FLUENT_METHODS = (
+    "abs", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "argmax", "argmax_channel", "argmin",
+    "argsort", "broadcast_axes", "broadcast_like", "broadcast_to", "cbrt", "ceil", "clip", "cos", "cosh", "degrees",
+    "depth_to_space", "diag", "exp", "expand_dims", "expm1", "fix", "flatten", "flip", "floor", "log", "log10",
+    "log1p", "log2", "log_softmax", "max", "mean", "min", "nanprod", "nansum", "norm", "one_hot", "ones_like", "pad",
+    "pick", "prod", "radians", "rcbrt", "reciprocal", "relu", "repeat", "reshape_like", "rint", "round", "rsqrt",
+    "shape_array", "sigmoid", "sign", "sin", "sinh", "size_array", "slice", "slice_axis", "slice_like", "softmax",
+    "softmin", "sort", "space_to_depth", "split", "sqrt", "square", "squeeze", "sum", "swapaxes", "take", "tan",
+    "tanh", "tile", "topk", "transpose", "trunc", "zeros_like")
+
+
+def _fluent_method(fn):
+    def fluent(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+    return fluent
+
+
+def install_fluent(cls, functions):
+    """Gives `cls` a method for each of FLUENT_METHODS it does not define itself, calling
+    the operator function of that name in `functions` with the object as first input."""
+    for name in FLUENT_METHODS:
+        fn = functions.get(name)
+        if fn is None or hasattr(cls, name):
+            continue
+
+        fluent = _fluent_method(fn)
+        fluent.__name__ = name
+        fluent.__qualname__ = "%s.%s" % (cls.__name__, name)
+        fluent.__doc__ = "%s.%s(*args, **kwargs): the operator %s with this %s as its first input.\n\n%s" % (
+            cls.__name__, name, name, cls.__name__, fn.__doc__ or "")
+        setattr(cls, name, fluent)
+
+
 def method(name):
     """The operator function usable as NDArray method `name`, or None."""
     if name.startswith("_"):

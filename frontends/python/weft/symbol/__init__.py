@@ -11,6 +11,7 @@ from . import _ops
 
 _internal = _types.ModuleType("weft.symbol._internal", "Every operator, internal names included.")
 _ops.populate(globals(), _internal.__dict__)
+_ops._nd_ops.install_fluent(Symbol, _ops._functions)
 _internal._CachedOp = symbol._cached_op  # a composition, not a registered operator (see there)
 from . import op  # noqa: E402  (the public operators as MXNet's op module holds them)
 

@@ -581,6 +581,29 @@ class Symbol:
         from ..base import NotImplementedForSymbol
         raise NotImplementedForSymbol(self.__bool__, "bool")
 
+    # NDArray methods a Symbol has no values for: MXNet's Symbol raises for each by name.
+    def _values_only(self, method):
+        from ..base import NotImplementedForSymbol
+        raise NotImplementedForSymbol(method, None)
+
+    def wait_to_read(self):
+        self._values_only(self.wait_to_read)
+
+    def asnumpy(self):
+        self._values_only(self.asnumpy)
+
+    def asscalar(self):
+        self._values_only(self.asscalar)
+
+    def as_in_context(self, context=None):
+        self._values_only(self.as_in_context)
+
+    def detach(self):
+        self._values_only(self.detach)
+
+    def backward(self, *args, **kwargs):
+        self._values_only(self.backward)
+
     def __gt__(self, o): return self._binary(o, "_greater", "_greater_scalar")  # noqa: E704
     def __ge__(self, o): return self._binary(o, "_greater_equal", "_greater_equal_scalar")  # noqa: E704
     def __lt__(self, o): return self._binary(o, "_lesser", "_lesser_scalar")  # noqa: E704
