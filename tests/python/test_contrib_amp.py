@@ -633,3 +633,46 @@ def test_reduced_precision_pooling_gradient_sums_in_float32(dtype, ulp, pool, gr
     ref = _input_grad(lambda a: mx.nd.Pooling(a, **pool), rounded, "float32", grad_req, head)
     got = _input_grad(lambda a: mx.nd.Pooling(a, **pool), x, dtype, grad_req, head)
     assert np.abs(got - ref).max() <= ulp * np.abs(ref).max(), np.abs(got - ref).max() / np.abs(ref).max()
+
+
+def _bucket_sym_gen(key):
+    h = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=3, flatten=False, name="fc1")
+    y = mx.sym.FullyConnected(mx.sym.mean(h, axis=1), num_hidden=2, name="fc2")
+    return mx.sym.SoftmaxOutput(y, name="softmax"), ("data",), ("softmax_label",)
+
+
+def _bucket_outputs(mod, key, x):
+    mod.switch_bucket(key, [("data", x.shape)], [("softmax_label", (2,))])
+    mod.forward(mx.io.DataBatch([mx.nd.array(x)], [mx.nd.zeros(2)]), is_train=False)
+    return mod.get_outputs()[0].astype("float32").asnumpy()
+
+
+@pytest.mark.parametrize("target", ["float16", "bfloat16"])
+def test_convert_bucketing_module_converts_every_bound_bucket(target):
+    mod = mx.mod.BucketingModule(_bucket_sym_gen, default_bucket_key=5)
+    mod.bind([("data", (2, 5, 4))], [("softmax_label", (2,))], for_training=False)
+    mod.init_params(mx.init.Xavier())
+    rng = np.random.RandomState(0)
+    xs = {5: rng.rand(2, 5, 4), 3: rng.rand(2, 3, 4)}
+    ref = {k: _bucket_outputs(mod, k, x) for k, x in xs.items()}
+    conv = amp.convert_bucketing_module(mod, target_dtype=target)
+    assert isinstance(conv, mx.mod.BucketingModule) and sorted(conv._buckets) == [3, 5]
+    for key in (3, 5):
+        assert conv._buckets[key].symbol.tojson(remove_amp_cast=False).count('"amp_cast"') >= 3
+    conv.bind([("data", (2, 5, 4))], [("softmax_label", (2,))], for_training=False)
+    tol = 2e-3 if target == "float16" else 1e-2
+    for key, x in xs.items():
+        got = _bucket_outputs(conv, key, x)
+        np.testing.assert_allclose(got, ref[key], rtol=tol, atol=tol)
+        assert not np.array_equal(got, ref[key])  # computed in the lower precision
+
+
+def test_convert_bucketing_module_errors():
+    with pytest.raises(TypeError, match="expected a BucketingModule, got Module"):
+        amp.convert_bucketing_module(mx.mod.Module(mx.sym.var("data")))
+    with pytest.raises(ValueError, match="no bucket"):
+        amp.convert_bucketing_module(mx.mod.BucketingModule(_bucket_sym_gen, default_bucket_key=5))
+    mod = mx.mod.BucketingModule(_bucket_sym_gen, default_bucket_key=5)
+    mod.bind([("data", (2, 5, 4))], [("softmax_label", (2,))], for_training=False)
+    with pytest.raises(ValueError, match="not initialised"):
+        amp.convert_bucketing_module(mod)

@@ -25,7 +25,7 @@ from . import lists
 from .loss_scaler import LossScaler
 
 __all__ = ["init", "init_trainer", "scale_loss", "unscale", "convert_symbol", "convert_model",
-           "convert_hybrid_block", "list_lp16_ops", "list_fp32_ops", "list_lp16_fp32_ops",
+           "convert_hybrid_block", "convert_bucketing_module", "list_lp16_ops", "list_fp32_ops", "list_lp16_fp32_ops",
            "list_conditional_fp32_ops", "list_widest_type_cast", "list_loss_output_functions",
            "list_lp16_use_fp32_params", "bfloat16"]
 
@@ -598,3 +598,33 @@ def convert_hybrid_block(block, target_dtype="float16", target_dtype_ops=None, f
         p._data = OrderedDict([(value.context, value.copy())])
         p._init_grad()
     return ret
+
+
+def convert_bucketing_module(bucketing_mod, target_dtype="float16", target_dtype_ops=None, fp32_ops=None,
+                             conditional_fp32_ops=None, excluded_sym_names=None, cast_optional_params=False):
+    """A new BucketingModule running the converted graph (convert_model) of every bucket the
+    given one has bound, with its parameters (initialised) cast as the graphs declare; it
+    keeps the original's sym_gen, default bucket, contexts and settings, and is bound like
+    the original (bind, then switch_bucket for each bucket it is to run)."""
+    from ...module.bucketing_module import BucketingModule
+    if not isinstance(bucketing_mod, BucketingModule):
+        raise TypeError("convert_bucketing_module: expected a BucketingModule, got %s" % type(bucketing_mod).__name__)
+    if not bucketing_mod._buckets:
+        raise ValueError("convert_bucketing_module: the BucketingModule has no bucket: bind it first")
+    if not bucketing_mod.params_initialized:
+        raise ValueError("convert_bucketing_module: the BucketingModule's parameters are not initialised "
+                         "(call init_params first)")
+    arg_params, aux_params = bucketing_mod.get_params()
+    symbols = {}
+    for key, module in bucketing_mod._buckets.items():
+        symbols[key], new_args, new_aux = convert_model(
+            module.symbol, arg_params, aux_params, target_dtype=target_dtype, target_dtype_ops=target_dtype_ops,
+            fp32_ops=fp32_ops, conditional_fp32_ops=conditional_fp32_ops, excluded_sym_names=excluded_sym_names,
+            cast_optional_params=cast_optional_params)
+    return BucketingModule.load_dict(symbols, sym_gen=bucketing_mod._sym_gen,
+                                     default_bucket_key=bucketing_mod._default_bucket_key, arg_params=new_args,
+                                     aux_params=new_aux, logger=bucketing_mod.logger, context=bucketing_mod._context,
+                                     work_load_list=bucketing_mod._work_load_list,
+                                     fixed_param_names=bucketing_mod._fixed_param_names,
+                                     state_names=bucketing_mod._state_names, group2ctxs=bucketing_mod._group2ctxs,
+                                     compression_params=bucketing_mod._compression_params)
