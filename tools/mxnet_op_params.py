@@ -8,12 +8,16 @@ tests/python/test_op_param_defaults_mx191.py to hold Weft's registry against.
 Like tools/mxnet_legacy_ops.py (whose macro expansion it reuses) it reads src/operator/**
 without a compiler:
   - every dmlc parameter struct (DMLC_DECLARE_PARAMETER(X) { ... }): each
-    DMLC_DECLARE_FIELD(f) with its set_default(...) and add_enum("name", value) calls;
+    DMLC_DECLARE_FIELD(f) with its set_default(...) and add_enum("name", value) calls (lists
+    of choices behind a macro, MXNET_ADD_ALL_TYPES, substituted); of two structs with one
+    name (CropParam and image::CropParam) an operator gets the one defined nearest its file;
   - every operator registration (NNVM_REGISTER_OP(name) or MXNET_REGISTER_OP_PROPERTY(name,
-    ...) up to the ';' ending its chain, macros expanded): the structs it names in
-    add_arguments(X::__FIELDS__()) or ParamParser<X>, and its aliases (add_alias).
+    ...) up to the ';' ending its chain, macros expanded, #if lines ignored): the struct that
+    parses its calls (ParamParser<X>), else those it lists (add_arguments(X::__FIELDS__())),
+    and its aliases (add_alias, in that chain or another of the same name).
 Operators are those of tests/python/data/mxnet191_legacy_ops.txt (the same rules: no _np*,
-no _backward_*).
+no _backward_*). A default of mxnet::TShape() (a shape of unknown rank) is written None;
+TShape(0, v) and an empty Tuple are ().
 
 Each output line is  operator <TAB> parameter <TAB> default <TAB> choices, where default is
 a Python literal (False, None, (1, 1), 0.001, 'max', ...) or REQUIRED, and choices the enum
