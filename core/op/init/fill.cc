@@ -21,14 +21,16 @@ WEFT_PARAM_SCHEMA(InitParam, s) {
   s.Field("dtype", &InitParam::dtype).Default(DType::kFloat32).Describe("The dtype of the output.");
 }
 
+// MXNet's _zeros_without_dtype and _full default to an unknown shape (None), which the graph
+// infers, where _zeros and _ones default to the scalar shape ().
 struct InitWithoutDTypeParam {
-  Shape shape = Shape::Scalar();
+  Shape shape = Shape::Unknown();
   std::string ctx;
   int dtype = -1;
 };
 
 WEFT_PARAM_SCHEMA(InitWithoutDTypeParam, s) {
-  s.Field("shape", &InitWithoutDTypeParam::shape).Default(Shape::Scalar()).Describe("The shape of the output.");
+  s.Field("shape", &InitWithoutDTypeParam::shape).Default(Shape::Unknown()).Describe("The shape of the output.");
   s.Field("ctx", &InitWithoutDTypeParam::ctx).Default("").Describe("The context of the output (set by the front end).");
   s.Field("dtype", &InitWithoutDTypeParam::dtype)
       .Default(-1)

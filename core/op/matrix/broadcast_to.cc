@@ -14,7 +14,9 @@ struct BroadcastToParam {
 };
 
 WEFT_PARAM_SCHEMA(BroadcastToParam, s) {
+  // MXNet's default (): only a 0-d input broadcasts to it, any other is refused.
   s.Field("shape", &BroadcastToParam::shape)
+      .Default(Shape::Scalar())
       .Describe("The target shape, aligned to the input's last axes; 0 keeps the input's dim.");
 }
 

@@ -24,7 +24,7 @@ namespace op {
 
 struct UniqueZipfianParam {
   int64_t range_max = 0;
-  Shape shape = Shape::Scalar();
+  Shape shape = Shape::Unknown();
 };
 
 WEFT_PARAM_SCHEMA(MultiSampleParam, s) {
@@ -39,7 +39,7 @@ WEFT_PARAM_SCHEMA(MultiSampleParam, s) {
 WEFT_PARAM_SCHEMA(UniqueZipfianParam, s) {
   s.Field("range_max", &UniqueZipfianParam::range_max).Describe("The samples are drawn from [0, range_max).");
   s.Field("shape", &UniqueZipfianParam::shape)
-      .Default(Shape::Scalar())
+      .Default(Shape::Unknown())
       .Describe("(batch_size, num_sampled): num_sampled distinct samples per row.");
 }
 

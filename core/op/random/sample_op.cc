@@ -17,42 +17,42 @@ namespace op {
 
 struct UniformParam {
   double low = 0, high = 1;
-  Shape shape = Shape::Scalar();
+  Shape shape = Shape::Unknown();
   std::string ctx;
   std::optional<DType> dtype;
 };
 
 struct NormalParam {
   double loc = 0, scale = 1;
-  Shape shape = Shape::Scalar();
+  Shape shape = Shape::Unknown();
   std::string ctx;
   std::optional<DType> dtype;
 };
 
 struct RandIntParam {
   int64_t low = 0, high = 0;
-  Shape shape = Shape::Scalar();
+  Shape shape = Shape::Unknown();
   std::string ctx;
   std::optional<DType> dtype;
 };
 
 struct ExponentialParam {
   double lam = 1;
-  Shape shape = Shape::Scalar();
+  Shape shape = Shape::Unknown();
   std::string ctx;
   std::optional<DType> dtype;
 };
 
 struct GammaParam {
   double alpha = 1, beta = 1;
-  Shape shape = Shape::Scalar();
+  Shape shape = Shape::Unknown();
   std::string ctx;
   std::optional<DType> dtype;
 };
 
 struct PoissonParam {
   double lam = 1;
-  Shape shape = Shape::Scalar();
+  Shape shape = Shape::Unknown();
   std::string ctx;
   std::optional<DType> dtype;
 };
@@ -60,14 +60,14 @@ struct PoissonParam {
 struct NegBinomialParam {
   int k = 1;
   double p = 1;
-  Shape shape = Shape::Scalar();
+  Shape shape = Shape::Unknown();
   std::string ctx;
   std::optional<DType> dtype;
 };
 
 struct GenNegBinomialParam {
   double mu = 1, alpha = 1;
-  Shape shape = Shape::Scalar();
+  Shape shape = Shape::Unknown();
   std::string ctx;
   std::optional<DType> dtype;
 };
@@ -136,7 +136,9 @@ void GenNegBinomialFields(ParamSchema<P>& s) {
 // The fields every generator shares, after its distribution's own.
 template <typename P>
 void CommonFields(ParamSchema<P>& s, const char* dtype_doc) {
-  s.Field("shape", &P::shape).Default(Shape::Scalar()).Describe("The shape of the output.");
+  // MXNet's default is an unknown shape (None), not the scalar shape (): without `shape` the
+  // output's shape comes from the graph (GeneratorShape reads whether it was given).
+  s.Field("shape", &P::shape).Default(Shape::Unknown()).Describe("The shape of the output.");
   s.Field("ctx", &P::ctx).Default("").Describe("The context of the output (set by the front end).");
   s.Field("dtype", &P::dtype).Default(std::nullopt).Describe(dtype_doc);
 }

@@ -1681,11 +1681,10 @@ func SymBroadcastSub(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
 //
-// Required parameters:
-//   - shape []int: The target shape, aligned to the input's last axes; 0 keeps the input's dim.
-func BroadcastTo(data *weft.NDArray, shape []int, opts ...Option) (*weft.NDArray, error) {
+// Options:
+//   - WithShape([]int): The target shape, aligned to the input's last axes; 0 keeps the input's dim. (default ())
+func BroadcastTo(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
-	c.set("shape", shape)
 	return c.invoke(opBroadcastTo, data)
 }
 
@@ -1696,11 +1695,10 @@ func BroadcastTo(data *weft.NDArray, shape []int, opts ...Option) (*weft.NDArray
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
 //
-// Required parameters:
-//   - shape []int: The target shape, aligned to the input's last axes; 0 keeps the input's dim.
-func SymBroadcastTo(data *weft.Symbol, shape []int, opts ...Option) (*weft.Symbol, error) {
+// Options:
+//   - WithShape([]int): The target shape, aligned to the input's last axes; 0 keeps the input's dim. (default ())
+func SymBroadcastTo(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
-	c.set("shape", shape)
 	return c.compose(opBroadcastTo, []string{"data"}, data)
 }
 
@@ -6412,7 +6410,7 @@ func SymInternalForeach(fn []*weft.Symbol, numOutputs int, numOutData int, inSta
 //   - value float64: The value to fill with.
 //
 // Options:
-//   - WithShape([]int): The shape of the output. (default ())
+//   - WithShape([]int): The shape of the output. (default None)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(string): The dtype of the output. (default float32)
 func InternalFull(value float64, opts ...Option) (*weft.NDArray, error) {
@@ -6429,7 +6427,7 @@ func InternalFull(value float64, opts ...Option) (*weft.NDArray, error) {
 //   - value float64: The value to fill with.
 //
 // Options:
-//   - WithShape([]int): The shape of the output. (default ())
+//   - WithShape([]int): The shape of the output. (default None)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(string): The dtype of the output. (default float32)
 func SymInternalFull(value float64, opts ...Option) (*weft.Symbol, error) {
@@ -8628,7 +8626,7 @@ func SymInternalPowerScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, er
 //
 // Options:
 //   - WithLam(float64): Rate (lambda) of the distribution; the mean is 1 / lam. (default 1)
-//   - WithShape([]int): The shape of the output. (default ())
+//   - WithShape([]int): The shape of the output. (default None)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
 func InternalRandomExponential(opts ...Option) (*weft.NDArray, error) {
@@ -8642,7 +8640,7 @@ func InternalRandomExponential(opts ...Option) (*weft.NDArray, error) {
 //
 // Options:
 //   - WithLam(float64): Rate (lambda) of the distribution; the mean is 1 / lam. (default 1)
-//   - WithShape([]int): The shape of the output. (default ())
+//   - WithShape([]int): The shape of the output. (default None)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
 func SymInternalRandomExponential(opts ...Option) (*weft.Symbol, error) {
@@ -8685,7 +8683,7 @@ func SymInternalRandomExponentialLike(data *weft.Symbol, opts ...Option) (*weft.
 // Options:
 //   - WithAlpha(float64): Shape (alpha) of the distribution. (default 1)
 //   - WithBeta(float64): Scale (beta) of the distribution; the mean is alpha * beta. (default 1)
-//   - WithShape([]int): The shape of the output. (default ())
+//   - WithShape([]int): The shape of the output. (default None)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
 func InternalRandomGamma(opts ...Option) (*weft.NDArray, error) {
@@ -8700,7 +8698,7 @@ func InternalRandomGamma(opts ...Option) (*weft.NDArray, error) {
 // Options:
 //   - WithAlpha(float64): Shape (alpha) of the distribution. (default 1)
 //   - WithBeta(float64): Scale (beta) of the distribution; the mean is alpha * beta. (default 1)
-//   - WithShape([]int): The shape of the output. (default ())
+//   - WithShape([]int): The shape of the output. (default None)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
 func SymInternalRandomGamma(opts ...Option) (*weft.Symbol, error) {
@@ -8745,7 +8743,7 @@ func SymInternalRandomGammaLike(data *weft.Symbol, opts ...Option) (*weft.Symbol
 // Options:
 //   - WithMu(float64): Mean of the distribution. (default 1)
 //   - WithAlpha(float64): Dispersion of the distribution (variance mu + alpha mu^2; 0 gives Poisson(mu)). (default 1)
-//   - WithShape([]int): The shape of the output. (default ())
+//   - WithShape([]int): The shape of the output. (default None)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
 func InternalRandomGeneralizedNegativeBinomial(opts ...Option) (*weft.NDArray, error) {
@@ -8760,7 +8758,7 @@ func InternalRandomGeneralizedNegativeBinomial(opts ...Option) (*weft.NDArray, e
 // Options:
 //   - WithMu(float64): Mean of the distribution. (default 1)
 //   - WithAlpha(float64): Dispersion of the distribution (variance mu + alpha mu^2; 0 gives Poisson(mu)). (default 1)
-//   - WithShape([]int): The shape of the output. (default ())
+//   - WithShape([]int): The shape of the output. (default None)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
 func SymInternalRandomGeneralizedNegativeBinomial(opts ...Option) (*weft.Symbol, error) {
@@ -8805,7 +8803,7 @@ func SymInternalRandomGeneralizedNegativeBinomialLike(data *weft.Symbol, opts ..
 // Options:
 //   - WithK(int): Number of successes to wait for (k > 0). (default 1)
 //   - WithP(float64): Success probability of each trial, in (0, 1]; the mean is k (1 - p) / p. (default 1)
-//   - WithShape([]int): The shape of the output. (default ())
+//   - WithShape([]int): The shape of the output. (default None)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
 func InternalRandomNegativeBinomial(opts ...Option) (*weft.NDArray, error) {
@@ -8820,7 +8818,7 @@ func InternalRandomNegativeBinomial(opts ...Option) (*weft.NDArray, error) {
 // Options:
 //   - WithK(int): Number of successes to wait for (k > 0). (default 1)
 //   - WithP(float64): Success probability of each trial, in (0, 1]; the mean is k (1 - p) / p. (default 1)
-//   - WithShape([]int): The shape of the output. (default ())
+//   - WithShape([]int): The shape of the output. (default None)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
 func SymInternalRandomNegativeBinomial(opts ...Option) (*weft.Symbol, error) {
@@ -8865,7 +8863,7 @@ func SymInternalRandomNegativeBinomialLike(data *weft.Symbol, opts ...Option) (*
 // Options:
 //   - WithLoc(float64): Mean of the distribution. (default 0)
 //   - WithScale(float64): Standard deviation of the distribution (>= 0). (default 1)
-//   - WithShape([]int): The shape of the output. (default ())
+//   - WithShape([]int): The shape of the output. (default None)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
 func InternalRandomNormal(opts ...Option) (*weft.NDArray, error) {
@@ -8880,7 +8878,7 @@ func InternalRandomNormal(opts ...Option) (*weft.NDArray, error) {
 // Options:
 //   - WithLoc(float64): Mean of the distribution. (default 0)
 //   - WithScale(float64): Standard deviation of the distribution (>= 0). (default 1)
-//   - WithShape([]int): The shape of the output. (default ())
+//   - WithShape([]int): The shape of the output. (default None)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
 func SymInternalRandomNormal(opts ...Option) (*weft.Symbol, error) {
@@ -9174,7 +9172,7 @@ func SymInternalRandomPdfUniform(sample, low, high *weft.Symbol, opts ...Option)
 //
 // Options:
 //   - WithLam(float64): Rate (lambda) of the distribution (>= 0). (default 1)
-//   - WithShape([]int): The shape of the output. (default ())
+//   - WithShape([]int): The shape of the output. (default None)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
 func InternalRandomPoisson(opts ...Option) (*weft.NDArray, error) {
@@ -9188,7 +9186,7 @@ func InternalRandomPoisson(opts ...Option) (*weft.NDArray, error) {
 //
 // Options:
 //   - WithLam(float64): Rate (lambda) of the distribution (>= 0). (default 1)
-//   - WithShape([]int): The shape of the output. (default ())
+//   - WithShape([]int): The shape of the output. (default None)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
 func SymInternalRandomPoisson(opts ...Option) (*weft.Symbol, error) {
@@ -9233,7 +9231,7 @@ func SymInternalRandomPoissonLike(data *weft.Symbol, opts ...Option) (*weft.Symb
 //   - high int: Upper bound of the distribution (exclusive).
 //
 // Options:
-//   - WithShape([]int): The shape of the output. (default ())
+//   - WithShape([]int): The shape of the output. (default None)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: int32 or int64 (None: int32). (default None)
 func InternalRandomRandint(low int, high int, opts ...Option) (*weft.NDArray, error) {
@@ -9252,7 +9250,7 @@ func InternalRandomRandint(low int, high int, opts ...Option) (*weft.NDArray, er
 //   - high int: Upper bound of the distribution (exclusive).
 //
 // Options:
-//   - WithShape([]int): The shape of the output. (default ())
+//   - WithShape([]int): The shape of the output. (default None)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: int32 or int64 (None: int32). (default None)
 func SymInternalRandomRandint(low int, high int, opts ...Option) (*weft.Symbol, error) {
@@ -9269,7 +9267,7 @@ func SymInternalRandomRandint(low int, high int, opts ...Option) (*weft.Symbol, 
 // Options:
 //   - WithLow(float64): Lower bound of the distribution (inclusive). (default 0)
 //   - WithHigh(float64): Upper bound of the distribution (exclusive). (default 1)
-//   - WithShape([]int): The shape of the output. (default ())
+//   - WithShape([]int): The shape of the output. (default None)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
 func InternalRandomUniform(opts ...Option) (*weft.NDArray, error) {
@@ -9284,7 +9282,7 @@ func InternalRandomUniform(opts ...Option) (*weft.NDArray, error) {
 // Options:
 //   - WithLow(float64): Lower bound of the distribution (inclusive). (default 0)
 //   - WithHigh(float64): Upper bound of the distribution (exclusive). (default 1)
-//   - WithShape([]int): The shape of the output. (default ())
+//   - WithShape([]int): The shape of the output. (default None)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
 func SymInternalRandomUniform(opts ...Option) (*weft.Symbol, error) {
@@ -9782,7 +9780,7 @@ func SymInternalSampleUniform(low, high *weft.Symbol, opts ...Option) (*weft.Sym
 //   - rangeMax int: The samples are drawn from [0, range_max).
 //
 // Options:
-//   - WithShape([]int): (batch_size, num_sampled): num_sampled distinct samples per row. (default ())
+//   - WithShape([]int): (batch_size, num_sampled): num_sampled distinct samples per row. (default None)
 func InternalSampleUniqueZipfian(rangeMax int, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	c.set("range_max", rangeMax)
@@ -9797,7 +9795,7 @@ func InternalSampleUniqueZipfian(rangeMax int, opts ...Option) (*weft.NDArray, e
 //   - rangeMax int: The samples are drawn from [0, range_max).
 //
 // Options:
-//   - WithShape([]int): (batch_size, num_sampled): num_sampled distinct samples per row. (default ())
+//   - WithShape([]int): (batch_size, num_sampled): num_sampled distinct samples per row. (default None)
 func SymInternalSampleUniqueZipfian(rangeMax int, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("range_max", rangeMax)
@@ -10529,7 +10527,7 @@ func SymInternalZeros(opts ...Option) (*weft.Symbol, error) {
 // An array of zeros of the given shape, its dtype given by number or left to the graph.
 //
 // Options:
-//   - WithShape([]int): The shape of the output. (default ())
+//   - WithShape([]int): The shape of the output. (default None)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(int): MXNet's dtype number of the output (0 float32, 1 float64, 2 float16, 3 uint8, 4 int32, 5 int8, 6 int64, 7 bool); -1 takes it from where the output is used. (default -1)
 func InternalZerosWithoutDtype(opts ...Option) (*weft.NDArray, error) {
@@ -10542,7 +10540,7 @@ func InternalZerosWithoutDtype(opts ...Option) (*weft.NDArray, error) {
 // An array of zeros of the given shape, its dtype given by number or left to the graph.
 //
 // Options:
-//   - WithShape([]int): The shape of the output. (default ())
+//   - WithShape([]int): The shape of the output. (default None)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(int): MXNet's dtype number of the output (0 float32, 1 float64, 2 float16, 3 uint8, 4 int32, 5 int8, 6 int64, 7 bool); -1 takes it from where the output is used. (default -1)
 func SymInternalZerosWithoutDtype(opts ...Option) (*weft.Symbol, error) {

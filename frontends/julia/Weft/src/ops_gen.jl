@@ -3524,12 +3524,12 @@ _foreach(; kwargs...) = _call_op(_op__foreach; kwargs...)
 
 const _op__full = OpDef("_full", [], false, "")
 """
-    _full(; shape=(), ctx=\"\", dtype=float32, value)
+    _full(; shape=None, ctx=\"\", dtype=float32, value)
 
 An array of the given shape and dtype filled with value.
 
 # Parameters
-- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `shape` (Shape(tuple); default `None`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` ({'bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}; default `float32`): The dtype of the output.
 - `value` (double; required): The value to fill with.
@@ -5998,13 +5998,13 @@ _PowerScalar(; kwargs...) = _call_op(_op__PowerScalar; kwargs...)
 
 const _op__random_exponential = OpDef("_random_exponential", [], false, "")
 """
-    _random_exponential(; lam=1, shape=(), ctx=\"\", dtype=None)
+    _random_exponential(; lam=1, shape=None, ctx=\"\", dtype=None)
 
 Samples from the exponential distribution with rate lam (mean 1 / lam).
 
 # Parameters
 - `lam` (double; default `1`): Rate (lambda) of the distribution; the mean is 1 / lam.
-- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `shape` (Shape(tuple); default `None`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
@@ -6017,13 +6017,13 @@ _random_exponential(; kwargs...) = _call_op(_op__random_exponential; kwargs...)
 
 const _op_random_exponential = OpDef("random_exponential", [], false, "")
 """
-    random_exponential(; lam=1, shape=(), ctx=\"\", dtype=None)
+    random_exponential(; lam=1, shape=None, ctx=\"\", dtype=None)
 
 Samples from the exponential distribution with rate lam (mean 1 / lam).
 
 # Parameters
 - `lam` (double; default `1`): Rate (lambda) of the distribution; the mean is 1 / lam.
-- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `shape` (Shape(tuple); default `None`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
@@ -6057,14 +6057,14 @@ _random_exponential_like(; kwargs...) = _call_op(_op__random_exponential_like; k
 
 const _op__random_gamma = OpDef("_random_gamma", [], false, "")
 """
-    _random_gamma(; alpha=1, beta=1, shape=(), ctx=\"\", dtype=None)
+    _random_gamma(; alpha=1, beta=1, shape=None, ctx=\"\", dtype=None)
 
 Samples from the gamma distribution with shape alpha and scale beta (mean alpha * beta).
 
 # Parameters
 - `alpha` (double; default `1`): Shape (alpha) of the distribution.
 - `beta` (double; default `1`): Scale (beta) of the distribution; the mean is alpha * beta.
-- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `shape` (Shape(tuple); default `None`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
@@ -6077,14 +6077,14 @@ _random_gamma(; kwargs...) = _call_op(_op__random_gamma; kwargs...)
 
 const _op_random_gamma = OpDef("random_gamma", [], false, "")
 """
-    random_gamma(; alpha=1, beta=1, shape=(), ctx=\"\", dtype=None)
+    random_gamma(; alpha=1, beta=1, shape=None, ctx=\"\", dtype=None)
 
 Samples from the gamma distribution with shape alpha and scale beta (mean alpha * beta).
 
 # Parameters
 - `alpha` (double; default `1`): Shape (alpha) of the distribution.
 - `beta` (double; default `1`): Scale (beta) of the distribution; the mean is alpha * beta.
-- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `shape` (Shape(tuple); default `None`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
@@ -6119,14 +6119,14 @@ _random_gamma_like(; kwargs...) = _call_op(_op__random_gamma_like; kwargs...)
 
 const _op__random_generalized_negative_binomial = OpDef("_random_generalized_negative_binomial", [], false, "")
 """
-    _random_generalized_negative_binomial(; mu=1, alpha=1, shape=(), ctx=\"\", dtype=None)
+    _random_generalized_negative_binomial(; mu=1, alpha=1, shape=None, ctx=\"\", dtype=None)
 
 Samples from the generalized negative binomial distribution with mean mu and dispersion alpha (variance mu + alpha mu^2; Poisson(mu) when alpha is 0); counts are stored in a floating dtype.
 
 # Parameters
 - `mu` (double; default `1`): Mean of the distribution.
 - `alpha` (double; default `1`): Dispersion of the distribution (variance mu + alpha mu^2; 0 gives Poisson(mu)).
-- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `shape` (Shape(tuple); default `None`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
@@ -6139,14 +6139,14 @@ _random_generalized_negative_binomial(; kwargs...) = _call_op(_op__random_genera
 
 const _op_random_generalized_negative_binomial = OpDef("random_generalized_negative_binomial", [], false, "")
 """
-    random_generalized_negative_binomial(; mu=1, alpha=1, shape=(), ctx=\"\", dtype=None)
+    random_generalized_negative_binomial(; mu=1, alpha=1, shape=None, ctx=\"\", dtype=None)
 
 Samples from the generalized negative binomial distribution with mean mu and dispersion alpha (variance mu + alpha mu^2; Poisson(mu) when alpha is 0); counts are stored in a floating dtype.
 
 # Parameters
 - `mu` (double; default `1`): Mean of the distribution.
 - `alpha` (double; default `1`): Dispersion of the distribution (variance mu + alpha mu^2; 0 gives Poisson(mu)).
-- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `shape` (Shape(tuple); default `None`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
@@ -6181,14 +6181,14 @@ _random_generalized_negative_binomial_like(; kwargs...) = _call_op(_op__random_g
 
 const _op__random_negative_binomial = OpDef("_random_negative_binomial", [], false, "")
 """
-    _random_negative_binomial(; k=1, p=1, shape=(), ctx=\"\", dtype=None)
+    _random_negative_binomial(; k=1, p=1, shape=None, ctx=\"\", dtype=None)
 
 Samples from the negative binomial distribution: failures before the k-th success, each trial succeeding with probability p (mean k (1 - p) / p); counts are stored in a floating dtype.
 
 # Parameters
 - `k` (int; default `1`): Number of successes to wait for (k > 0).
 - `p` (double; default `1`): Success probability of each trial, in (0, 1]; the mean is k (1 - p) / p.
-- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `shape` (Shape(tuple); default `None`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
@@ -6201,14 +6201,14 @@ _random_negative_binomial(; kwargs...) = _call_op(_op__random_negative_binomial;
 
 const _op_random_negative_binomial = OpDef("random_negative_binomial", [], false, "")
 """
-    random_negative_binomial(; k=1, p=1, shape=(), ctx=\"\", dtype=None)
+    random_negative_binomial(; k=1, p=1, shape=None, ctx=\"\", dtype=None)
 
 Samples from the negative binomial distribution: failures before the k-th success, each trial succeeding with probability p (mean k (1 - p) / p); counts are stored in a floating dtype.
 
 # Parameters
 - `k` (int; default `1`): Number of successes to wait for (k > 0).
 - `p` (double; default `1`): Success probability of each trial, in (0, 1]; the mean is k (1 - p) / p.
-- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `shape` (Shape(tuple); default `None`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
@@ -6243,14 +6243,14 @@ _random_negative_binomial_like(; kwargs...) = _call_op(_op__random_negative_bino
 
 const _op__random_normal = OpDef("_random_normal", [], false, "")
 """
-    _random_normal(; loc=0, scale=1, shape=(), ctx=\"\", dtype=None)
+    _random_normal(; loc=0, scale=1, shape=None, ctx=\"\", dtype=None)
 
 Samples from the normal distribution with mean loc and standard deviation scale.
 
 # Parameters
 - `loc` (double; default `0`): Mean of the distribution.
 - `scale` (double; default `1`): Standard deviation of the distribution (>= 0).
-- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `shape` (Shape(tuple); default `None`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
@@ -6263,14 +6263,14 @@ _random_normal(; kwargs...) = _call_op(_op__random_normal; kwargs...)
 
 const _op_normal = OpDef("normal", [], false, "")
 """
-    normal(; loc=0, scale=1, shape=(), ctx=\"\", dtype=None)
+    normal(; loc=0, scale=1, shape=None, ctx=\"\", dtype=None)
 
 Samples from the normal distribution with mean loc and standard deviation scale.
 
 # Parameters
 - `loc` (double; default `0`): Mean of the distribution.
 - `scale` (double; default `1`): Standard deviation of the distribution (>= 0).
-- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `shape` (Shape(tuple); default `None`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
@@ -6285,14 +6285,14 @@ normal(; kwargs...) = _call_op(_op_normal; kwargs...)
 
 const _op_random_normal = OpDef("random_normal", [], false, "")
 """
-    random_normal(; loc=0, scale=1, shape=(), ctx=\"\", dtype=None)
+    random_normal(; loc=0, scale=1, shape=None, ctx=\"\", dtype=None)
 
 Samples from the normal distribution with mean loc and standard deviation scale.
 
 # Parameters
 - `loc` (double; default `0`): Mean of the distribution.
 - `scale` (double; default `1`): Standard deviation of the distribution (>= 0).
-- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `shape` (Shape(tuple); default `None`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
@@ -6673,13 +6673,13 @@ random_pdf_uniform(; kwargs...) = _call_op(_op_random_pdf_uniform; kwargs...)
 
 const _op__random_poisson = OpDef("_random_poisson", [], false, "")
 """
-    _random_poisson(; lam=1, shape=(), ctx=\"\", dtype=None)
+    _random_poisson(; lam=1, shape=None, ctx=\"\", dtype=None)
 
 Samples from the Poisson distribution with rate lam; counts are stored in a floating dtype.
 
 # Parameters
 - `lam` (double; default `1`): Rate (lambda) of the distribution (>= 0).
-- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `shape` (Shape(tuple); default `None`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
@@ -6692,13 +6692,13 @@ _random_poisson(; kwargs...) = _call_op(_op__random_poisson; kwargs...)
 
 const _op_random_poisson = OpDef("random_poisson", [], false, "")
 """
-    random_poisson(; lam=1, shape=(), ctx=\"\", dtype=None)
+    random_poisson(; lam=1, shape=None, ctx=\"\", dtype=None)
 
 Samples from the Poisson distribution with rate lam; counts are stored in a floating dtype.
 
 # Parameters
 - `lam` (double; default `1`): Rate (lambda) of the distribution (>= 0).
-- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `shape` (Shape(tuple); default `None`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
@@ -6732,14 +6732,14 @@ _random_poisson_like(; kwargs...) = _call_op(_op__random_poisson_like; kwargs...
 
 const _op__random_randint = OpDef("_random_randint", [], false, "")
 """
-    _random_randint(; low, high, shape=(), ctx=\"\", dtype=None)
+    _random_randint(; low, high, shape=None, ctx=\"\", dtype=None)
 
 Samples integers uniformly from [low, high).
 
 # Parameters
 - `low` (long; required): Lower bound of the distribution (inclusive).
 - `high` (long; required): Upper bound of the distribution (exclusive).
-- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `shape` (Shape(tuple); default `None`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: int32 or int64 (None: int32).
 
@@ -6752,14 +6752,14 @@ _random_randint(; kwargs...) = _call_op(_op__random_randint; kwargs...)
 
 const _op_random_randint = OpDef("random_randint", [], false, "")
 """
-    random_randint(; low, high, shape=(), ctx=\"\", dtype=None)
+    random_randint(; low, high, shape=None, ctx=\"\", dtype=None)
 
 Samples integers uniformly from [low, high).
 
 # Parameters
 - `low` (long; required): Lower bound of the distribution (inclusive).
 - `high` (long; required): Upper bound of the distribution (exclusive).
-- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `shape` (Shape(tuple); default `None`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: int32 or int64 (None: int32).
 
@@ -6774,14 +6774,14 @@ random_randint(; kwargs...) = _call_op(_op_random_randint; kwargs...)
 
 const _op__random_uniform = OpDef("_random_uniform", [], false, "")
 """
-    _random_uniform(; low=0, high=1, shape=(), ctx=\"\", dtype=None)
+    _random_uniform(; low=0, high=1, shape=None, ctx=\"\", dtype=None)
 
 Samples from the uniform distribution on [low, high).
 
 # Parameters
 - `low` (double; default `0`): Lower bound of the distribution (inclusive).
 - `high` (double; default `1`): Upper bound of the distribution (exclusive).
-- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `shape` (Shape(tuple); default `None`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
@@ -6794,14 +6794,14 @@ _random_uniform(; kwargs...) = _call_op(_op__random_uniform; kwargs...)
 
 const _op_random_uniform = OpDef("random_uniform", [], false, "")
 """
-    random_uniform(; low=0, high=1, shape=(), ctx=\"\", dtype=None)
+    random_uniform(; low=0, high=1, shape=None, ctx=\"\", dtype=None)
 
 Samples from the uniform distribution on [low, high).
 
 # Parameters
 - `low` (double; default `0`): Lower bound of the distribution (inclusive).
 - `high` (double; default `1`): Upper bound of the distribution (exclusive).
-- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `shape` (Shape(tuple); default `None`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
@@ -6816,14 +6816,14 @@ random_uniform(; kwargs...) = _call_op(_op_random_uniform; kwargs...)
 
 const _op_uniform = OpDef("uniform", [], false, "")
 """
-    uniform(; low=0, high=1, shape=(), ctx=\"\", dtype=None)
+    uniform(; low=0, high=1, shape=None, ctx=\"\", dtype=None)
 
 Samples from the uniform distribution on [low, high).
 
 # Parameters
 - `low` (double; default `0`): Lower bound of the distribution (inclusive).
 - `high` (double; default `1`): Upper bound of the distribution (exclusive).
-- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `shape` (Shape(tuple); default `None`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
@@ -7450,13 +7450,13 @@ sample_uniform(; kwargs...) = _call_op(_op_sample_uniform; kwargs...)
 
 const _op__sample_unique_zipfian = OpDef("_sample_unique_zipfian", [], false, "")
 """
-    _sample_unique_zipfian(; range_max, shape=())
+    _sample_unique_zipfian(; range_max, shape=None)
 
 Draws, for each of batch_size rows, num_sampled distinct integers of [0, range_max) from the approximately log-uniform (Zipfian) distribution P(c) = (log(c + 2) - log(c + 1)) / log(range_max + 1), without replacement; the second output is the number of draws each row took.
 
 # Parameters
 - `range_max` (long; required): The samples are drawn from [0, range_max).
-- `shape` (Shape(tuple); default `()`): (batch_size, num_sampled): num_sampled distinct samples per row.
+- `shape` (Shape(tuple); default `None`): (batch_size, num_sampled): num_sampled distinct samples per row.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -7984,12 +7984,12 @@ _zeros(; kwargs...) = _call_op(_op__zeros; kwargs...)
 
 const _op__zeros_without_dtype = OpDef("_zeros_without_dtype", [], false, "")
 """
-    _zeros_without_dtype(; shape=(), ctx=\"\", dtype=-1)
+    _zeros_without_dtype(; shape=None, ctx=\"\", dtype=-1)
 
 An array of zeros of the given shape, its dtype given by number or left to the graph.
 
 # Parameters
-- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `shape` (Shape(tuple); default `None`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (int; default `-1`): MXNet's dtype number of the output (0 float32, 1 float64, 2 float16, 3 uint8, 4 int32, 5 int8, 6 int64, 7 bool); -1 takes it from where the output is used.
 
@@ -9112,7 +9112,7 @@ broadcast_minus(; kwargs...) = _call_op(_op_broadcast_minus; kwargs...)
 
 const _op_broadcast_to = OpDef("broadcast_to", ["data"], false, "")
 """
-    broadcast_to(data; shape)
+    broadcast_to(data; shape=())
 
 Broadcasts the input to a shape: each input dim must be 1 or equal the target's; 0 in the target keeps the input's dim.
 
@@ -9120,7 +9120,7 @@ Broadcasts the input to a shape: each input dim must be 1 or equal the target's;
 - `data` (NDArray or SymbolicNode): The input
 
 # Parameters
-- `shape` (Shape(tuple); required): The target shape, aligned to the input's last axes; 0 keeps the input's dim.
+- `shape` (Shape(tuple); default `()`): The target shape, aligned to the input's last axes; 0 keeps the input's dim.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """

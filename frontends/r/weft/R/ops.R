@@ -3480,10 +3480,10 @@ mx.symbol.broadcast.minus <- function(lhs = NULL, rhs = NULL, name = NULL, attr 
 }
 mx.symbol.broadcast_minus <- mx.symbol.broadcast.minus
 
-mx.nd.broadcast.to <- function(data = NULL, shape, out = NULL) {
+mx.nd.broadcast.to <- function(data = NULL, shape = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_to", list(data), c(shape = .weft_shape_param(shape)), NULL, out)
 }
-mx.symbol.broadcast.to <- function(data = NULL, shape, name = NULL, attr = NULL) {
+mx.symbol.broadcast.to <- function(data = NULL, shape = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_to", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
 }
 mx.symbol.broadcast_to <- mx.symbol.broadcast.to
