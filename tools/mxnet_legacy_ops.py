@@ -125,18 +125,27 @@ class Expander:
             pos = end
 
 
-def scan(root):
-    """{name: [(file, (conditions...))]} for every registration under root/src/operator."""
+def read_sources(root, split=None):
+    """(files, {file: logical lines}, {macro: [(parameters, body)]}) of root/src/operator's
+    C++ sources, with every #define that takes arguments; `split` (logical_lines by default)
+    turns a file's text into lines."""
+    split = split or logical_lines
     files = sorted(os.path.join(d, n) for d, _, ns in os.walk(os.path.join(root, "src", "operator"))
                    for n in ns if n.endswith((".cc", ".h", ".cu", ".cuh")))
     lines, macros = {}, {}
     for f in files:
         with open(f, encoding="utf-8", errors="replace") as fh:
-            lines[f] = logical_lines(fh.read())
+            lines[f] = split(fh.read())
         for line in lines[f]:
             m = re.match(r"\s*#\s*define\s+(\w+)\(([^)]*)\)\s*(.*)", line)
             if m:
                 macros.setdefault(m.group(1), []).append(([p.strip() for p in m.group(2).split(",")], m.group(3)))
+    return files, lines, macros
+
+
+def scan(root):
+    """{name: [(file, (conditions...))]} for every registration under root/src/operator."""
+    files, lines, macros = read_sources(root)
     expander = Expander(macros)
     found = {}
     pattern = re.compile(r'NNVM_REGISTER_OP\(\s*(\w+)\s*\)|MXNET_REGISTER_OP_PROPERTY\(\s*(\w+)\s*,'

@@ -307,16 +307,10 @@ def registrations(text):
 
 
 def scan(root):
-    files = sorted(os.path.join(d, n) for d, _, ns in os.walk(os.path.join(root, "src", "operator"))
-                   for n in ns if n.endswith((".cc", ".h", ".cu", ".cuh")))
-    lines, macros, structs, alias_of, enum_macros = {}, {}, {}, {}, {}
+    files, lines, macros = legacy.read_sources(root, logical_lines)
+    structs, alias_of, enum_macros = {}, {}, {}
     for f in files:
-        with open(f, encoding="utf-8", errors="replace") as fh:
-            lines[f] = logical_lines(fh.read())
         for line in lines[f]:
-            m = re.match(r"\s*#\s*define\s+(\w+)\(([^)]*)\)\s*(.*)", line)
-            if m:
-                macros.setdefault(m.group(1), []).append(([p.strip() for p in m.group(2).split(",")], m.group(3)))
             m = re.match(r"\s*#\s*define\s+(\w+)\s+(\.\s*add_enum.*)", line)
             if m:  # lists of choices fields share: MXNET_ADD_ALL_TYPES
                 enum_macros[m.group(1)] = m.group(2)

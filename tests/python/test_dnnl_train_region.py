@@ -203,15 +203,15 @@ def test_region_nodes_cannot_be_called_directly():
         mx.nd._internal._backward_dnnl_train_region(mx.nd.zeros((1,)), region=12345)
 
 
-def onednn_log(lines):
+def onednn_log(lines, net="small_resnet(16)", shape=(8, 3, 12, 12)):
     """oneDNN's log (DNNL_VERBOSE) of `lines` run in a child process (the log is set when
-    oneDNN loads) after binding `fused`, small_resnet(16) at batch 8 with its training
-    regions; `mx` is weft there."""
+    oneDNN loads) after binding `fused`, `net` (a function of this file called) at `shape`
+    with its training regions; `mx` is weft there."""
     code = "\n".join([
         "import sys",
         "sys.path.insert(0, %r)" % os.path.dirname(os.path.abspath(__file__)),
-        "from test_dnnl_train_region import small_resnet, pair, regions",
-        "fused, _ = pair(small_resnet(16), (8, 3, 12, 12))",
+        "from test_dnnl_train_region import %s, pair, regions" % net.split("(")[0],
+        "fused, _ = pair(%s, %r)" % (net, shape),
         "assert regions(fused)",
         "mx = sys.modules['weft']",
     ] + lines)
@@ -258,24 +258,15 @@ def test_dilated_convolution_avoids_onednns_reference_kernels():
     # Where the forced blocked layout leaves oneDNN only its reference kernel (thousands of
     # times slower: VGG's fc6 at batch 4 took minutes), the regions let oneDNN pick the
     # layouts. oneDNN's log of a training step and of an inference region, in a child process.
-    code = "\n".join([
-        "import sys",
-        "sys.path.insert(0, %r)" % os.path.dirname(os.path.abspath(__file__)),
-        "from test_dnnl_train_region import dilated_net, pair, regions",
-        "import weft as mx",
-        "fused, _ = pair(dilated_net(), (4, 16, 19, 19))",
-        "assert regions(fused)",
+    log = onednn_log([
         "fused.forward(is_train=True)",
         "fused.backward()",
         "infer = dilated_net().simple_bind(mx.cpu(), grad_req='null', data=(4, 16, 19, 19))",
         "infer.forward(is_train=False)",
         "mx.nd.waitall()",
         "assert 'oneDNN region' in infer.debug_str()",
-    ])
-    run = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, ONEDNN_VERBOSE="1"),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert run.returncode == 0, run.stderr
-    convs = [ln.split(",") for ln in run.stdout.splitlines() if ",exec," in ln and ",convolution," in ln]
+    ], net="dilated_net()", shape=(4, 16, 19, 19))
+    convs = [ln.split(",") for ln in log.splitlines() if ",exec," in ln and ",convolution," in ln]
     passes = {f[5] for f in convs if any(x.startswith("mb") and "dh5" in x for x in f)}
     assert {"forward_training", "backward_data", "backward_weights", "forward_inference"} <= passes, passes
     assert not any(f[4].startswith("ref") for f in convs), sorted({(f[4], f[5]) for f in convs})
