@@ -48,6 +48,10 @@ def test_pcc_matches_onehot_correlation_and_grows():
     name, value = m.get()
     assert name == "pcc" and m.k == 5
     np.testing.assert_allclose(value, _onehot_corr(pred, label, 5), rtol=1e-10)
+    # sum_metric / num_inst is the score, as MXNet's properties give (code averaging metrics reads them)
+    assert m.num_inst == 3 and m.global_num_inst == 3
+    np.testing.assert_allclose(m.sum_metric / m.num_inst, value, rtol=1e-12)
+    np.testing.assert_allclose(m.global_sum_metric / m.global_num_inst, value, rtol=1e-12)
 
 
 def test_pcc_is_mcc_on_two_classes_and_takes_class_predictions():

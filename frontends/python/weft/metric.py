@@ -703,6 +703,9 @@ class PCC(EvalMetric):
             self._gcm += cm
         self.num_inst += 1
         self.global_num_inst += 1
+        # As in MXNet, sum_metric / num_inst is the score (read by code that averages metrics).
+        self.sum_metric = self._score(self._lcm) * self.num_inst
+        self.global_sum_metric = self._score(self._gcm) * self.global_num_inst
 
     def get(self):
         return (self.name, self._score(self._lcm) if self.num_inst else float("nan"))
