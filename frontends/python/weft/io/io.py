@@ -1,6 +1,7 @@
 """Data iterators with MXNet 1.x's interface: DataDesc, DataBatch, DataIter and the Python
 iterators NDArrayIter, ResizeIter and PrefetchingIter; MXDataIter wraps an iterator of the
 C++ registry (MNISTIter, CSVIter, ...), whose constructors weft.io generates."""
+import logging
 import threading
 from collections import OrderedDict, namedtuple
 
@@ -604,10 +605,20 @@ class MXDataIter(DataIter):
         return self._has_batch
 
     def next(self):
+        if getattr(self, "_debug_skip_load", False) and self._has_batch:
+            return self._batch()
         if self.iter_next():
-            return DataBatch(data=self._arrays(False), label=self._arrays(True), pad=self.getpad(),
-                             index=self.getindex())
+            return self._batch()
         raise StopIteration
+
+    def _batch(self):
+        return DataBatch(data=self._arrays(False), label=self._arrays(True), pad=self.getpad(), index=self.getindex())
+
+    def debug_skip_load(self):
+        """From now on next() gives the batch it gave last, again and again, without loading:
+        to time a network without the loading (MXNet's debugging switch; the epoch never ends)."""
+        self._debug_skip_load = True
+        logging.info("Set debug_skip_load to be true, will simply return first batch")
 
     def _arrays(self, is_label):
         if is_label:
