@@ -44,3 +44,21 @@ mx.metric.Perplexity <- mx.metric.custom("Perplexity", function(label, pred, mas
   p <- pred[cbind(as.integer(label[keep]) + 1L, keep)]
   exp(-sum(log(p)) / length(keep))
 })
+
+# The share of samples whose class (label, from 0) is among the top_k largest entries of
+# their column of pred (one column of class scores per sample).
+mx.metric.top_k_accuracy <- mx.metric.custom("top_k_accuracy", function(label, pred, top_k = 5) {
+  label <- as.integer(as.numeric(label))
+  pred <- as.matrix(pred)
+  k <- min(top_k, nrow(pred))
+  hits <- vapply(seq_len(ncol(pred)), function(j) {
+    (label[j] + 1L) %in% order(pred[, j], decreasing = TRUE)[seq_len(k)]
+  }, TRUE)
+  mean(hits)
+})
+
+# Accuracy of a logistic (one probability per label) output: a probability above 0.5 is
+# class 1. MXNet names it "accuracy" too.
+mx.metric.logistic_acc <- mx.metric.custom("accuracy", function(label, pred) {
+  mean(as.numeric(label) == as.numeric(as.numeric(pred) > 0.5))
+})

@@ -176,3 +176,9 @@ mx.nd.load <- function(filename) {
   if (!is.null(given)) return(invisible(out))
   if (length(res) == 1) res[[1]] else res
 }
+
+# The context (device) an array lives on, as MXNet's ctx(nd).
+ctx <- function(nd) {
+  if (!is.mx.ndarray(nd)) stop(sprintf("ctx: expected an MXNDArray, got %s", class(nd)[1]), call. = FALSE)
+  structure(as.integer(weft_ndarray_get_context(nd)), class = "MXContext")
+}
