@@ -26,9 +26,16 @@ mx.metric.rmsle <- mx.metric.custom("rmsle", function(label, pred) {
   sqrt(mean((log1p(as.numeric(pred)) - log1p(as.numeric(label)))^2))
 })
 
-# The mean negative log of the probability given to each sample's class (pred: one column of
-# class probabilities per sample), with probabilities kept off 0.
+# The mean negative log of the probability given to each sample's class, with probabilities
+# kept off 0 and 1. One probability per label (a logistic output, the case of MXNet's logloss)
+# is the probability of class 1 (binary cross-entropy); otherwise pred holds one column of
+# class probabilities per sample.
 mx.metric.logloss <- mx.metric.custom("logloss", function(label, pred) {
+  label <- as.numeric(label)
+  if (is.null(dim(pred)) || nrow(pred) == 1 || length(pred) == length(label)) {
+    p <- pmin(pmax(as.numeric(pred), 1e-15), 1 - 1e-15)
+    return(-mean(label * log(p) + (1 - label) * log(1 - p)))
+  }
   pred <- as.matrix(pred)
   p <- pred[cbind(as.integer(label) + 1L, seq_len(ncol(pred)))]
   -mean(log(pmax(p, 1e-15)))

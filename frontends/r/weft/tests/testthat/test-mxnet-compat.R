@@ -280,3 +280,18 @@ test_that("ctx gives the context of an array", {
   expect_equal(ctx(mx.nd.ones(2)), mx.cpu())
   expect_error(ctx(1), "expected an MXNDArray, got numeric")
 })
+
+test_that("logloss of one probability per label is the binary cross-entropy, as MXNet's", {
+  label <- c(1, 0, 1, 0)
+  p <- c(0.9, 0.2, 0.6, 0.0)
+  s <- mx.metric.logloss$update(label, matrix(p, 1), mx.metric.logloss$init())
+  expected <- -mean(c(log(0.9), log(0.8), log(0.6), log(1 - 1e-15)))
+  expect_equal(mx.metric.logloss$get(s)$value, expected, tolerance = 1e-12)
+  # Several labels per sample (a multi-label logistic output): every entry counts.
+  s <- mx.metric.logloss$update(matrix(c(1, 0, 0, 1), 2), matrix(c(0.5, 0.25, 0.5, 0.75), 2),
+                                mx.metric.logloss$init())
+  expect_equal(mx.metric.logloss$get(s)$value, -mean(log(c(0.5, 0.75, 0.5, 0.75))), tolerance = 1e-12)
+  # Class probabilities (one column per sample) keep the multi-class form.
+  s <- mx.metric.logloss$update(c(0, 2), matrix(c(0.7, 0.2, 0.1, 0.1, 0.3, 0.6), 3), mx.metric.logloss$init())
+  expect_equal(mx.metric.logloss$get(s)$value, -mean(log(c(0.7, 0.6))), tolerance = 1e-12)
+})
