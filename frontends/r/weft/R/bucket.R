@@ -115,10 +115,11 @@ mx.model.buckets <- function(symbol, train.data, eval.data = NULL, metric = NULL
   }
   shapes <- do.call(mx.symbol.infer.shape, c(list(sym_ini), lapply(fields, function(f) dim(first[[f]]))))
   if (is.null(shapes)) stop("mx.model.buckets: the batch's shapes do not determine every argument's shape", call. = FALSE)
-  # Parameters the initializer knows (weights, biases, ...) are trained unless fixed; other
-  # arguments (e.g. initial RNN states) stay zeros.
+  # Parameters named as MXNet's initializers know them (weights, biases, gamma, beta) are
+  # drawn and trained unless fixed; other arguments (e.g. initial RNN states) stay zeros.
   param.shapes <- shapes$arg.shapes[setdiff(args, input.names)]
-  known <- mx.init.create(initializer, param.shapes, ctx, skip.unknown = TRUE)
+  drawn <- grepl("(weight|bias|gamma|beta)$", names(param.shapes))
+  known <- mx.init.create(initializer, param.shapes[drawn], ctx, skip.unknown = TRUE)
   params <- lapply(param.shapes, function(s) mx.nd.zeros(s, ctx))
   params[names(known)] <- known
   for (n in intersect(names(arg.params), names(params))) params[[n]] <- mx.nd.copyto(arg.params[[n]], ctx)
