@@ -165,10 +165,16 @@ mx.nd.load <- function(filename) {
 .weft_nd_invoke <- function(op, inputs, params, count, out) {
   if (!is.null(count)) inputs <- .weft_variadic(op, inputs, count)
   inputs <- inputs[!vapply(inputs, is.null, TRUE)]
-  for (i in seq_along(inputs)) {
-    if (!inherits(inputs[[i]], "MXNDArray")) {
-      stop(sprintf("%s: input %d is a %s, not an MXNDArray", op, i, class(inputs[[i]])[1]), call. = FALSE)
+  # R numeric and logical arrays are taken as arrays (float32, on the context of the first
+  # MXNDArray input): metrics here get R values, and those written for MXNet, whose metrics
+  # get MXNDArrays, call mx.nd.* on them.
+  nd <- vapply(inputs, inherits, TRUE, "MXNDArray")
+  for (i in which(!nd)) {
+    v <- inputs[[i]]
+    if (!(is.numeric(v) || is.logical(v)) || is.object(v)) {
+      stop(sprintf("%s: input %d is a %s, not an MXNDArray or a numeric array", op, i, class(v)[1]), call. = FALSE)
     }
+    inputs[[i]] <- mx.nd.array(v, if (any(nd)) ctx(inputs[[which(nd)[1]]]) else mx.ctx.default())
   }
   if (!is.null(count)) params <- c(params, stats::setNames(as.character(length(inputs)), count))
   given <- if (is.null(out)) NULL else if (inherits(out, "MXNDArray")) list(out) else out

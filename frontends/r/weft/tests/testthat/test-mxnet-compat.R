@@ -295,3 +295,29 @@ test_that("logloss of one probability per label is the binary cross-entropy, as 
   s <- mx.metric.logloss$update(c(0, 2), matrix(c(0.7, 0.2, 0.1, 0.1, 0.3, 0.6), 3), mx.metric.logloss$init())
   expect_equal(mx.metric.logloss$get(s)$value, -mean(log(c(0.7, 0.6))), tolerance = 1e-12)
 })
+
+test_that("a metric written for MXNet (mx.nd.* on its label and pred) runs on this package's R values", {
+  # MXNet's metrics get MXNDArrays; here they get R values, which mx.nd.* operators take.
+  mae <- mx.metric.custom("mae", function(label, pred) {
+    pred <- mx.nd.reshape(pred, shape = 0)
+    as.array(mx.nd.mean(mx.nd.abs(label - pred)))
+  })
+  s <- mae$update(c(1, 2, 4), matrix(c(1.5, 2, 3), 1), mae$init())
+  expect_equal(mae$get(s)$value, (0.5 + 0 + 1) / 3, tolerance = 1e-6)
+  expect_equal(as.array(mx.nd.abs(c(-1, 2.5))), c(1, 2.5))
+  expect_equal(as.array(mx.nd.broadcast.add(matrix(1:4, 2), mx.nd.ones(c(2, 2)))), matrix(2:5, 2) + 0)
+  expect_error(mx.nd.abs("a"), "input 1 is a character, not an MXNDArray or a numeric array")
+  set.seed(1)
+  x <- matrix(rnorm(13 * 120), 120)                 # one sample per row, as data.matrix gives
+  y <- as.numeric(x %*% seq(-1, 1, length.out = 13)) + 3
+  data <- mx.symbol.Variable("data")
+  lro <- mx.symbol.LinearRegressionOutput(mx.symbol.FullyConnected(data, num_hidden = 1))
+  logger <- mx.metric.logger()
+  mx.set.seed(0)
+  model <- mx.model.FeedForward.create(lro, X = x, y = y, num.round = 30, array.batch.size = 20, learning.rate = 0.05,
+                                       momentum = 0.9, eval.metric = mae, verbose = FALSE,
+                                       epoch.end.callback = mx.callback.log.train.metric(1, logger))
+  expect_lt(tail(logger$train, 1), 0.05)
+  fitted <- as.numeric(predict(model, x))
+  expect_equal(mean(abs(fitted - y)), tail(logger$train, 1), tolerance = 0.5)
+})
