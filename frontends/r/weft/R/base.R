@@ -68,7 +68,10 @@ mx.ctx.default <- function(new = NULL) {
 is.mx.context <- function(x) inherits(x, "MXContext")
 is.mx.ndarray <- function(x) inherits(x, "MXNDArray")
 is.mx.symbol <- function(x) inherits(x, "MXSymbol")
-is.mx.dataiter <- function(x) inherits(x, "MXDataIter")
+# This package's iterators, and user iterators deriving from MXNet's iterator classes.
+is.mx.dataiter <- function(x) {
+  inherits(x, "MXDataIter") || methods::is(x, "Rcpp_MXArrayDataIter") || methods::is(x, "Rcpp_MXNativeDataIter")
+}
 
 print.MXContext <- function(x, ...) {
   cat(.weft_ctx_str(x), "\n", sep = "")

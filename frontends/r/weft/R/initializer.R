@@ -22,15 +22,16 @@ mx.init.normal <- function(sd) {
   }
 }
 
-# Glorot's scale: fan_in and fan_out from the weight's Weft shape (out, in, kernel...).
+# Glorot's scale: uniform or normal draws whose spread is sqrt(magnitude / fan).
 mx.init.Xavier <- function(rnd_type = "uniform", factor_type = "avg", magnitude = 3) {
   function(name, shape, ctx = mx.ctx.default()) {
     fixed <- .weft_init_fixed(name, shape, ctx)
     if (!is.null(fixed)) return(fixed)
-    wshape <- rev(shape)
-    receptive <- if (length(wshape) > 2) prod(wshape[-(1:2)]) else 1
-    fan_out <- wshape[1] * receptive
-    fan_in <- if (length(wshape) > 1) wshape[2] * receptive else wshape[1]
+    # The fans of MXNet's R package: the last R dim (outputs: Weft's first axis) and the
+    # product of the others (a convolution's inputs times its kernel). MXNet's Python
+    # Xavier also multiplies the outputs by the kernel size; R users' models expect this one.
+    fan_out <- shape[length(shape)]
+    fan_in <- prod(shape[-length(shape)])
     factor <- switch(factor_type, avg = (fan_in + fan_out) / 2, "in" = fan_in, out = fan_out,
                      stop(sprintf("mx.init.Xavier: unknown factor_type '%s'", factor_type), call. = FALSE))
     scale <- sqrt(magnitude / factor)

@@ -23,6 +23,7 @@
   }
   it$num.pad <- function() weft_dataiter_get_pad(handle)
   it$free <- function() invisible(weft_dataiter_free(handle))
+  it$finalize <- it$free
   class(it) <- "MXDataIter"
   it
 }
@@ -33,15 +34,30 @@ print.MXDataIter <- function(x, ...) {
 }
 
 # Batches of the last dim of `data` (one sample per column of a matrix, as in MXNet's R
-# package) and of `label`. The last batch is completed from the start; num.pad() says how
-# many samples that added.
+# package) and of `label`. `data` may also be a named list of such arrays (the inputs of a
+# model with several, each batched the same way); value() then gives each under its name.
+# The last batch is completed from the start; num.pad() says how many samples that added.
 mx.io.arrayiter <- function(data, label = NULL, batch.size = 128, shuffle = FALSE) {
-  d <- dim(data)
-  if (is.null(d)) {
-    data <- array(data, dim = c(1, length(data)))
-    d <- dim(data)
+  # A vector is one value per sample, batched as a 1-D array (as MXNet's arrayiter does).
+  as_samples <- function(a) if (is.null(dim(a))) array(a, dim = length(a)) else a
+  several <- is.list(data) && !is.object(data)
+  if (several) {
+    if (length(data) == 0 || is.null(names(data)) || any(names(data) == "") || anyDuplicated(names(data))) {
+      stop("mx.io.arrayiter: a list of data arrays needs a distinct name for each (the input names)", call. = FALSE)
+    }
+    if ("label" %in% names(data)) {
+      stop("mx.io.arrayiter: 'label' cannot name a data array; give the labels as `label`", call. = FALSE)
+    }
+    fields <- lapply(data, as_samples)
+  } else {
+    fields <- list(data = as_samples(data))
   }
-  n <- d[length(d)]
+  counts <- vapply(fields, function(a) utils::tail(dim(a), 1), 1L)
+  n <- counts[[1]]
+  if (any(counts != n)) {
+    stop(sprintf("mx.io.arrayiter: the data arrays differ in their sample counts (last dims): %s",
+                 paste(sprintf("%s %d", names(fields), counts), collapse = ", ")), call. = FALSE)
+  }
   # Labels: one per sample, or an array whose last dim runs over samples (several per sample).
   ld <- dim(label)
   if (length(ld) < 2) ld <- NULL
@@ -58,11 +74,11 @@ mx.io.arrayiter <- function(data, label = NULL, batch.size = 128, shuffle = FALS
   state$current <- NULL
   state$pad <- 0L
   take_last <- function(a, dims, idx) {
+    if (length(dims) == 1) return(as.vector(a)[idx])
     if (length(dims) == 2) return(a[, idx, drop = FALSE])
     args <- c(list(a), rep(list(quote(expr = )), length(dims) - 1), list(idx), drop = FALSE)
     do.call(`[`, args)
   }
-  take <- function(idx) take_last(data, d, idx)
   it$reset <- function() {
     state$order <- if (shuffle) sample.int(n) else seq_len(n)
     state$pos <- 0L
@@ -79,21 +95,67 @@ mx.io.arrayiter <- function(data, label = NULL, batch.size = 128, shuffle = FALS
   }
   it$value <- function() {
     if (is.null(state$current)) stop("mx.io.arrayiter: call iter.next() first", call. = FALSE)
-    list(data = mx.nd.array(take(state$current)),
-         label = if (is.null(label)) NULL
-                 else mx.nd.array(if (is.null(ld)) label[state$current] else take_last(label, ld, state$current)))
+    out <- lapply(fields, function(a) mx.nd.array(take_last(a, dim(a), state$current)))
+    out["label"] <- list(if (is.null(label)) NULL
+                         else mx.nd.array(if (is.null(ld)) label[state$current] else take_last(label, ld, state$current)))
+    out
   }
   it$num.pad <- function() state$pad
   it$free <- function() invisible(NULL)
+  # MXNet's iterators have finalize(); custom iterators that wrap them call it.
+  it$finalize <- it$free
   class(it) <- c("MXArrayIter", "MXDataIter")
   it
+}
+
+# MXNet's R iterators are C++ classes (Rcpp modules) that users extend with
+# setRefClass(..., contains = "Rcpp_MXArrayDataIter") and their own reset(), iter.next(),
+# value() and num.pad(). These reference classes carry the two names so that such code
+# runs; a method the subclass leaves out says so when called.
+.weft_iter_base_methods <- function(cls) {
+  # Reference class methods run in the object's environment, not this one: the names are
+  # put into each body.
+  missing_method <- function(m) {
+    eval(bquote(function(...) {
+      stop(sprintf("%s: a subclass of %s must define the method %s()", class(.self)[1], .(cls), .(m)), call. = FALSE)
+    }))
+  }
+  list(reset = missing_method("reset"), iter.next = missing_method("iter.next"),
+       value = missing_method("value"), num.pad = missing_method("num.pad"),
+       finalize = function() invisible(NULL))
+}
+methods::setRefClass("Rcpp_MXArrayDataIter", fields = list(),
+                     methods = .weft_iter_base_methods("Rcpp_MXArrayDataIter"))
+methods::setRefClass("Rcpp_MXNativeDataIter", fields = list(),
+                     methods = .weft_iter_base_methods("Rcpp_MXNativeDataIter"))
+
+.weft_iter_protocol <- c("reset", "iter.next", "value", "num.pad")
+
+# The function `name` of an iterator-like object (a reference class object, an environment
+# or a list), or NULL.
+.weft_iter_method <- function(x, name) {
+  f <- tryCatch({
+    if (methods::is(x, "envRefClass")) do.call(`$`, list(x, name))
+    else if (is.environment(x) || (is.list(x) && !is.null(names(x)))) x[[name]]
+  }, error = function(e) NULL)
+  if (is.function(f)) f else NULL
+}
+
+# Whether `x` follows MXNet's iterator protocol: reset(), iter.next() (TRUE while there is a
+# batch), value() (a named list of the batch's arrays: data, label, or one per input) and
+# num.pad() (how many samples at the end of the batch are padding).
+.weft_is_iter_like <- function(x) {
+  if (inherits(x, "MXDataIter")) return(TRUE)
+  all(vapply(.weft_iter_protocol, function(m) !is.null(.weft_iter_method(x, m)), TRUE))
 }
 
 # Every batch's `field` ("data" or "label") of `iter`, without the padding of the last
 # batch, joined along the last R dim into one MXNDArray; the iterator is reset after.
 mx.io.extract <- function(iter, field) {
-  if (!inherits(iter, "MXDataIter")) stop(sprintf("mx.io.extract: expected an MXDataIter, got %s", class(iter)[1]),
-                                          call. = FALSE)
+  if (!.weft_is_iter_like(iter)) {
+    stop(sprintf("mx.io.extract: expected a data iterator (reset(), iter.next(), value(), num.pad()), got %s",
+                 class(iter)[1]), call. = FALSE)
+  }
   parts <- list()
   lead <- NULL
   iter$reset()

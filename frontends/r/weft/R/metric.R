@@ -26,9 +26,16 @@ mx.metric.rmsle <- mx.metric.custom("rmsle", function(label, pred) {
   sqrt(mean((log1p(as.numeric(pred)) - log1p(as.numeric(label)))^2))
 })
 
-# The mean negative log of the probability given to each sample's class (pred: one column of
-# class probabilities per sample), with probabilities kept off 0.
+# The mean negative log of the probability given to each sample's class, with probabilities
+# kept off 0 and 1. One probability per label (a logistic output, the case of MXNet's logloss)
+# is the probability of class 1 (binary cross-entropy); otherwise pred holds one column of
+# class probabilities per sample.
 mx.metric.logloss <- mx.metric.custom("logloss", function(label, pred) {
+  label <- as.numeric(label)
+  if (is.null(dim(pred)) || nrow(pred) == 1 || length(pred) == length(label)) {
+    p <- pmin(pmax(as.numeric(pred), 1e-15), 1 - 1e-15)
+    return(-mean(label * log(p) + (1 - label) * log(1 - p)))
+  }
   pred <- as.matrix(pred)
   p <- pred[cbind(as.integer(label) + 1L, seq_len(ncol(pred)))]
   -mean(log(pmax(p, 1e-15)))
@@ -43,4 +50,22 @@ mx.metric.Perplexity <- mx.metric.custom("Perplexity", function(label, pred, mas
   keep <- which(label != mask_element)
   p <- pred[cbind(as.integer(label[keep]) + 1L, keep)]
   exp(-sum(log(p)) / length(keep))
+})
+
+# The share of samples whose class (label, from 0) is among the top_k largest entries of
+# their column of pred (one column of class scores per sample).
+mx.metric.top_k_accuracy <- mx.metric.custom("top_k_accuracy", function(label, pred, top_k = 5) {
+  label <- as.integer(as.numeric(label))
+  pred <- as.matrix(pred)
+  k <- min(top_k, nrow(pred))
+  hits <- vapply(seq_len(ncol(pred)), function(j) {
+    (label[j] + 1L) %in% order(pred[, j], decreasing = TRUE)[seq_len(k)]
+  }, TRUE)
+  mean(hits)
+})
+
+# Accuracy of a logistic (one probability per label) output: a probability above 0.5 is
+# class 1. MXNet names it "accuracy" too.
+mx.metric.logistic_acc <- mx.metric.custom("accuracy", function(label, pred) {
+  mean(as.numeric(label) == as.numeric(as.numeric(pred) > 0.5))
 })

@@ -1,42 +1,104 @@
 # Training and prediction with a feed-forward network, and checkpoints in the format of
 # the Python front end: prefix-symbol.json and prefix-%04d.params with arg:/aux: keys.
 
+# The training or prediction data as an iterator: an iterator (this package's, or a user's
+# following MXNet's protocol, see .weft_is_iter_like) as it is; list(data =, label =); a named
+# list of arrays (one per input, labels under "label" or in `y`); or an R array with `y`.
 .weft_as_iter <- function(X, y, batch.size, shuffle) {
-  if (inherits(X, "MXDataIter")) return(X)
-  if (is.list(X) && !is.null(X$data)) return(mx.io.arrayiter(X$data, X$label, batch.size, shuffle))
+  if (.weft_is_iter_like(X)) return(X)
+  if (is.list(X) && !is.object(X)) {
+    if (is.null(names(X)) || any(names(X) == "")) {
+      stop(sprintf("the data is a list of %d arrays without names: name them by input (and \"label\")", length(X)),
+           call. = FALSE)
+    }
+    label <- if (!is.null(X$label)) X$label else y
+    arrays <- X[names(X) != "label"]
+    if (identical(names(arrays), "data")) arrays <- arrays$data
+    return(mx.io.arrayiter(arrays, label, batch.size, shuffle))
+  }
   mx.io.arrayiter(X, y, batch.size, shuffle)
 }
 
 # The first batch of `iter` (after a reset), to learn the input shapes.
 .weft_first_batch <- function(iter) {
   iter$reset()
-  if (!iter$iter.next()) stop("the data iterator gives no batch", call. = FALSE)
-  iter$value()
+  if (!isTRUE(iter$iter.next())) stop("the data iterator gives no batch", call. = FALSE)
+  .weft_batch(iter)
 }
 
-.weft_label_name <- function(symbol, data.name) {
-  args <- arguments(symbol)
-  cand <- args[grepl("label$", args) & args != data.name]
-  if (length(cand) == 0) NULL else cand[1]
+# The batch of `iter` as a named list of MXNDArrays (user iterators may give R arrays).
+.weft_batch <- function(iter) {
+  b <- iter$value()
+  if (!is.list(b) || is.null(names(b))) {
+    stop(sprintf("the data iterator's value() must give a named list (data, label, ...), got %s", class(b)[1]),
+         call. = FALSE)
+  }
+  b <- b[!vapply(b, is.null, TRUE)]
+  lapply(b, function(a) if (is.mx.ndarray(a)) a else mx.nd.array(a))
+}
+
+.weft_dim <- function(a) if (is.mx.ndarray(a)) dim(a) else if (is.null(dim(a))) length(a) else dim(a)
+
+# The batch's field for each of `names`: fields go by name, and MXNet's "label" field
+# stands for a single output (the label argument of the symbol) of another name.
+.weft_fields <- function(b, names, outputs = character(0)) {
+  out <- lapply(names, function(n) {
+    v <- b[[n]]
+    if (is.null(v) && n %in% outputs && length(outputs) == 1) v <- b$label
+    if (is.null(v)) {
+      stop(sprintf("the data iterator's batch has no field '%s' (it has: %s)", n, paste(names(b), collapse = ", ")),
+           call. = FALSE)
+    }
+    v
+  })
+  stats::setNames(out, names)
+}
+
+# `a` (an R array whose last dim runs over samples) without its last samples beyond `keep`.
+.weft_unpad <- function(a, keep) {
+  d <- .weft_dim(a)
+  if (length(d) == 1) return(as.vector(a)[seq_len(keep)])
+  if (keep == d[length(d)]) return(array(a, d))
+  array(array(a, c(prod(d[-length(d)]), d[length(d)]))[, seq_len(keep), drop = FALSE], c(d[-length(d)], keep))
+}
+
+# The model's inputs for an iterator's batch `b`: `input.names` when given; otherwise the
+# batch's fields that are arguments of `symbol` but not its outputs (labels) or parameters;
+# "data" when none is.
+.weft_input_names <- function(symbol, b, input.names, exclude) {
+  if (!is.null(input.names)) return(as.character(input.names))
+  found <- setdiff(intersect(names(b), arguments(symbol)), exclude)
+  if (length(found)) found else "data"
 }
 
 # Runs `symbol` forward (inference) over `iter` with `params`, calling fun(outputs as R
-# arrays without padding, batch) per batch.
-.weft_forward_iter <- function(symbol, arg.params, aux.params, iter, ctx, data.name, fun) {
+# arrays without padding, batch, samples kept) per batch. `inputs`: the names of the
+# batch's fields to feed (NULL: every field that is an argument of the symbol and not a
+# parameter).
+.weft_forward_iter <- function(symbol, arg.params, aux.params, iter, ctx, inputs, fun) {
   first <- .weft_first_batch(iter)
-  shapes <- list(dim(first$data))
-  names(shapes) <- data.name
+  if (is.null(inputs)) {
+    inputs <- setdiff(intersect(names(first), arguments(symbol)), c(names(arg.params), names(aux.params)))
+    if (length(inputs) == 0) {
+      stop(sprintf("the data iterator's fields (%s) name none of the model's inputs (%s)",
+                   paste(names(first), collapse = ", "),
+                   paste(setdiff(arguments(symbol), names(arg.params)), collapse = ", ")), call. = FALSE)
+    }
+  }
+  shapes <- lapply(.weft_fields(first, inputs), dim)
   exec <- do.call(mx.simple.bind, c(list(symbol, ctx = ctx, grad.req = "null"), shapes))
   on.exit(exec$free())
   mx.exec.update.arg.arrays(exec, arg.params[intersect(names(arg.params), names(exec$arg.arrays))],
                             match.name = TRUE)
   if (length(exec$aux.arrays)) mx.exec.update.aux.arrays(exec, aux.params, match.name = TRUE)
   iter$reset()
-  while (iter$iter.next()) {
-    b <- iter$value()
-    weft_ndarray_copy_to(b$data, exec$arg.arrays[[data.name]])
+  while (isTRUE(iter$iter.next())) {
+    b <- .weft_batch(iter)
+    fields <- .weft_fields(b, inputs)
+    for (n in inputs) weft_ndarray_copy_to(fields[[n]], exec$arg.arrays[[n]])
     mx.exec.forward(exec, is.train = FALSE)
-    keep <- dim(b$data)[length(dim(b$data))] - iter$num.pad()
+    d <- dim(fields[[1]])
+    keep <- d[length(d)] - iter$num.pad()
     outs <- lapply(exec$outputs, function(o) {
       a <- as.array(o)
       d <- dim(a)
@@ -68,26 +130,63 @@
   if (layout == "rowmajor") t(X) else X
 }
 
-mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = mx.ctx.default(), begin.round = 1, num.round = 10,
+# One context: MXNet takes a list of them for data-parallel training on several devices,
+# which this package does not do (a dist kvstore spreads work over processes instead).
+.weft_one_ctx <- function(ctx, fun) {
+  if (is.null(ctx)) return(mx.ctx.default())
+  if (is.list(ctx) && !is.mx.context(ctx)) {
+    if (length(ctx) != 1 || !is.mx.context(ctx[[1]])) {
+      stop(sprintf("%s: ctx must be one context (or a list of one); got a list of %d", fun, length(ctx)), call. = FALSE)
+    }
+    ctx <- ctx[[1]]
+  }
+  if (!is.mx.context(ctx)) stop(sprintf("%s: ctx must be an MXContext, got %s", fun, class(ctx)[1]), call. = FALSE)
+  ctx
+}
+
+mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = NULL, begin.round = 1, num.round = 10,
                                         optimizer = "sgd", initializer = mx.init.uniform(0.01), eval.data = NULL,
                                         eval.metric = NULL, epoch.end.callback = NULL,
-                                        batch.end.callback = NULL, array.batch.size = 128, kvstore = "local",
-                                        verbose = TRUE, arg.params = NULL, aux.params = NULL,
-                                        input.names = "data", array.layout = "auto", ...) {
+                                        batch.end.callback = NULL, array.batch.size = 128, array.layout = "auto",
+                                        kvstore = "local", verbose = TRUE, arg.params = NULL, aux.params = NULL,
+                                        input.names = NULL, output.names = NULL, fixed.param = NULL,
+                                        allow.extra.params = FALSE, metric_cpu = TRUE, ...) {
+  ctx <- .weft_one_ctx(ctx, "mx.model.FeedForward.create")
   if (is.matrix(X) && !is.null(y)) X <- .weft_layout(X, array.layout, nsamples = if (is.null(dim(y))) length(y) else rev(dim(y))[1])
   train <- .weft_as_iter(X, y, array.batch.size, TRUE)
-  if (!is.null(eval.data)) eval.data <- .weft_as_iter(eval.data, NULL, array.batch.size, FALSE)
+  if (!is.null(eval.data)) {
+    if (is.list(eval.data) && !is.object(eval.data) && is.matrix(eval.data$data) && !is.null(eval.data$label)) {
+      eval.data$data <- .weft_layout(eval.data$data, array.layout, nsamples = length(eval.data$label))
+    }
+    eval.data <- .weft_as_iter(eval.data, NULL, array.batch.size, FALSE)
+  }
+  if (allow.extra.params) {
+    arg.params <- arg.params[names(arg.params) %in% arguments(symbol)]
+    aux.params <- aux.params[names(aux.params) %in% auxiliary.states(symbol)]
+  } else {
+    extra <- c(setdiff(names(arg.params), arguments(symbol)), setdiff(names(aux.params), auxiliary.states(symbol)))
+    if (length(extra)) {
+      stop(sprintf("mx.model.FeedForward.create: arg.params/aux.params name %s, which the symbol does not have (allow.extra.params = TRUE drops them)",
+                   paste(extra, collapse = ", ")), call. = FALSE)
+    }
+  }
   first <- .weft_first_batch(train)
-  batch.size <- dim(first$data)[length(dim(first$data))]
-  data.name <- input.names
-  label.name <- .weft_label_name(symbol, data.name)
-  shapes <- list(dim(first$data))
-  names(shapes) <- data.name
-  if (!is.null(label.name)) shapes[[label.name]] <- dim(first$label)
+  # Outputs (labels): output.names, or MXNet's default, the argument whose name ends in "label".
+  label.names <- if (!is.null(output.names)) as.character(output.names) else .weft_label_name(symbol, input.names)
+  data.names <- .weft_input_names(symbol, first, input.names, c(label.names, names(arg.params), names(aux.params)))
+  fed <- c(data.names, label.names)
+  missing <- setdiff(fed, arguments(symbol))
+  if (length(missing)) {
+    stop(sprintf("mx.model.FeedForward.create: the symbol has no argument %s (its arguments: %s)",
+                 paste(missing, collapse = ", "), paste(arguments(symbol), collapse = ", ")), call. = FALSE)
+  }
+  first.fields <- .weft_fields(first, fed, label.names)
+  batch.size <- utils::tail(dim(first.fields[[1]]), 1)
+  shapes <- lapply(first.fields, dim)
   exec <- do.call(mx.simple.bind, c(list(symbol, ctx = ctx, grad.req = "write",
-                                         fixed.param = c(data.name, label.name)), shapes))
+                                         fixed.param = unique(c(fed, fixed.param))), shapes))
   on.exit(exec$free())
-  param.names <- setdiff(names(exec$arg.arrays), c(data.name, label.name))
+  param.names <- setdiff(names(exec$arg.arrays), fed)
   for (n in param.names) {
     v <- if (!is.null(arg.params[[n]])) arg.params[[n]] else initializer(n, dim(exec$arg.arrays[[n]]), ctx)
     mx.exec.update.arg.arrays(exec, stats::setNames(list(v), n), match.name = TRUE)
@@ -96,6 +195,8 @@ mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = mx.ctx.defaul
     v <- if (!is.null(aux.params[[n]])) aux.params[[n]] else initializer(n, dim(exec$aux.arrays[[n]]), ctx)
     mx.exec.update.aux.arrays(exec, stats::setNames(list(v), n), match.name = TRUE)
   }
+  # fixed.param: kept at their initial values (no gradient, no update).
+  trained <- setdiff(param.names, fixed.param)
   # A non-local store sums every worker's gradients; each worker then applies the same
   # update to the same weights (rank 0's initial values, which init gives every worker).
   kv <- if (inherits(kvstore, "MXKVStore")) kvstore else if (kvstore != "local") mx.kv.create(kvstore) else NULL
@@ -106,7 +207,14 @@ mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = mx.ctx.defaul
     workers <- kv$num.workers
   }
   if (is.character(optimizer)) optimizer <- mx.opt.create(optimizer, rescale.grad = 1 / (batch.size * workers), ...)
-  updater <- mx.opt.get.updater(optimizer, exec$arg.arrays[param.names])
+  updater <- mx.opt.get.updater(optimizer, exec$arg.arrays[trained])
+  # The metric compares the first output with the last output name's field (MXNet's choice).
+  metric.label <- if (length(label.names)) label.names[length(label.names)] else NULL
+  metric_update <- function(state, outs, b, keep) {
+    lab <- if (is.null(metric.label)) b$label else .weft_fields(b, metric.label, label.names)[[1]]
+    if (is.null(lab)) stop("eval.metric: the data iterator gives no labels", call. = FALSE)
+    eval.metric$update(.weft_unpad(as.array(lab), keep), outs, state)
+  }
   env <- new.env(parent = emptyenv())
   env$metric <- eval.metric
   model <- structure(list(symbol = symbol, arg.params = NULL, aux.params = NULL), class = "MXFeedForwardModel")
@@ -114,19 +222,19 @@ mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = mx.ctx.defaul
     train$reset()
     nbatch <- 0
     env$train.metric <- if (is.null(eval.metric)) NULL else eval.metric$init()
-    while (train$iter.next()) {
-      b <- train$value()
-      weft_ndarray_copy_to(b$data, exec$arg.arrays[[data.name]])
-      if (!is.null(label.name)) weft_ndarray_copy_to(b$label, exec$arg.arrays[[label.name]])
+    while (isTRUE(train$iter.next())) {
+      b <- .weft_batch(train)
+      fields <- .weft_fields(b, fed, label.names)
+      for (n in fed) weft_ndarray_copy_to(fields[[n]], exec$arg.arrays[[n]])
       mx.exec.forward(exec, is.train = TRUE)
       mx.exec.backward(exec)
-      if (!is.null(kv)) kv$pushpull(param.names, exec$grad.arrays[param.names], exec$grad.arrays[param.names])
-      updater(exec$arg.arrays[param.names], exec$grad.arrays[param.names])
+      if (!is.null(kv)) kv$pushpull(trained, exec$grad.arrays[trained], exec$grad.arrays[trained])
+      updater(exec$arg.arrays[trained], exec$grad.arrays[trained])
       if (!is.null(eval.metric)) {
         keep <- batch.size - train$num.pad()
         pred <- as.array(exec$outputs[[1]])
         pred <- array(pred, c(length(pred) / batch.size, batch.size))[, seq_len(keep), drop = FALSE]
-        env$train.metric <- eval.metric$update(as.array(b$label)[seq_len(keep)], pred, env$train.metric)
+        env$train.metric <- metric_update(env$train.metric, pred, b, keep)
       }
       nbatch <- nbatch + 1
       if (!is.null(batch.end.callback)) batch.end.callback(iteration, nbatch, env, verbose)
@@ -141,10 +249,8 @@ mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = mx.ctx.defaul
     env$eval.metric <- NULL
     if (!is.null(eval.data) && !is.null(eval.metric)) {
       state <- eval.metric$init()
-      .weft_forward_iter(symbol, model$arg.params, model$aux.params, eval.data, ctx, data.name,
-                         function(outs, b, keep) {
-                           state <<- eval.metric$update(as.array(b$label)[seq_len(keep)], outs[[1]], state)
-                         })
+      .weft_forward_iter(symbol, model$arg.params, model$aux.params, eval.data, ctx, data.names,
+                         function(outs, b, keep) state <<- metric_update(state, outs[[1]], b, keep))
       env$eval.metric <- state
       if (verbose) {
         r <- eval.metric$get(state)
@@ -156,8 +262,19 @@ mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = mx.ctx.defaul
   model
 }
 
-predict.MXFeedForwardModel <- function(object, X, ctx = mx.ctx.default(), array.batch.size = 128,
-                                       array.layout = "auto", ...) {
+.weft_label_name <- function(symbol, data.names) {
+  args <- arguments(symbol)
+  cand <- args[grepl("label$", args) & !(args %in% data.names)]
+  if (length(cand) == 0) NULL else cand[1]
+}
+
+predict.MXFeedForwardModel <- function(object, X, ctx = NULL, array.batch.size = 128,
+                                       array.layout = "auto", allow.extra.params = FALSE, ...) {
+  ctx <- .weft_one_ctx(ctx, "predict")
+  if (is.serialized(object)) object <- mx.unserialize(object)
+  if (allow.extra.params) {
+    object$arg.params <- object$arg.params[names(object$arg.params) %in% arguments(object$symbol)]
+  }
   if (is.matrix(X)) {
     # A feature count fits when the parameters inferred for it have the model's shapes.
     fits <- function(features) {
@@ -170,17 +287,23 @@ predict.MXFeedForwardModel <- function(object, X, ctx = mx.ctx.default(), array.
   }
   iter <- .weft_as_iter(X, NULL, array.batch.size, FALSE)
   parts <- list()
-  .weft_forward_iter(object$symbol, object$arg.params, object$aux.params, iter, ctx, "data",
+  .weft_forward_iter(object$symbol, object$arg.params, object$aux.params, iter, ctx, NULL,
                      function(outs, b, keep) parts[[length(parts) + 1]] <<- outs[[1]])
+  if (length(parts) && is.null(dim(parts[[1]]))) return(unlist(parts))
   do.call(cbind, parts)
 }
 
 print.MXFeedForwardModel <- function(x, ...) {
+  if (is.serialized(x)) {
+    cat(sprintf("<MXFeedForwardModel (serialized) parameters: %s>\n", paste(names(x$arg.params), collapse = ", ")))
+    return(invisible(x))
+  }
   cat(sprintf("<MXFeedForwardModel parameters: %s>\n", paste(names(x$arg.params), collapse = ", ")))
   invisible(x)
 }
 
 mx.model.save <- function(model, prefix, iteration) {
+  model <- mx.unserialize(model)
   mx.symbol.save(model$symbol, sprintf("%s-symbol.json", prefix))
   prefixed <- function(p, kind) if (length(p)) stats::setNames(p, paste0(kind, names(p))) else list()
   params <- c(prefixed(model$arg.params, "arg:"), prefixed(model$aux.params, "aux:"))
@@ -233,4 +356,29 @@ mx.model.init.params <- function(symbol, input.shape, output.shape, initializer,
   params <- shapes$arg.shapes[setdiff(names(shapes$arg.shapes), names(given))]
   list(arg.params = mx.init.create(initializer, params, ctx, skip.unknown = FALSE),
        aux.params = mx.init.create(initializer, shapes$aux.shapes, ctx, skip.unknown = FALSE))
+}
+
+# Models as plain R values, for save()/saveRDS() (MXNDArrays and symbols are handles into
+# the engine, which do not survive a session): the symbol as JSON and the parameters as R
+# arrays, marked is.serialized = TRUE.
+is.serialized <- function(model) isTRUE(model[["is.serialized"]])
+
+mx.serialize <- function(model) {
+  if (is.serialized(model)) return(model)
+  if (!inherits(model, "MXFeedForwardModel")) {
+    stop(sprintf("mx.serialize: expected an MXFeedForwardModel, got %s", class(model)[1]), call. = FALSE)
+  }
+  structure(list(symbol_json = mx.symbol.tojson(model$symbol),
+                 arg.params = lapply(model$arg.params, as.array),
+                 aux.params = lapply(model$aux.params, as.array),
+                 is.serialized = TRUE),
+            class = "MXFeedForwardModel")
+}
+
+mx.unserialize <- function(model) {
+  if (!is.serialized(model)) return(model)
+  structure(list(symbol = mx.symbol.load.json(model$symbol_json),
+                 arg.params = lapply(model$arg.params, mx.nd.array),
+                 aux.params = lapply(model$aux.params, mx.nd.array)),
+            class = "MXFeedForwardModel")
 }

@@ -165,14 +165,26 @@ mx.nd.load <- function(filename) {
 .weft_nd_invoke <- function(op, inputs, params, count, out) {
   if (!is.null(count)) inputs <- .weft_variadic(op, inputs, count)
   inputs <- inputs[!vapply(inputs, is.null, TRUE)]
-  for (i in seq_along(inputs)) {
-    if (!inherits(inputs[[i]], "MXNDArray")) {
-      stop(sprintf("%s: input %d is a %s, not an MXNDArray", op, i, class(inputs[[i]])[1]), call. = FALSE)
+  # R numeric and logical arrays are taken as arrays (float32, on the context of the first
+  # MXNDArray input): metrics here get R values, and those written for MXNet, whose metrics
+  # get MXNDArrays, call mx.nd.* on them.
+  nd <- vapply(inputs, inherits, TRUE, "MXNDArray")
+  for (i in which(!nd)) {
+    v <- inputs[[i]]
+    if (!(is.numeric(v) || is.logical(v)) || is.object(v)) {
+      stop(sprintf("%s: input %d is a %s, not an MXNDArray or a numeric array", op, i, class(v)[1]), call. = FALSE)
     }
+    inputs[[i]] <- mx.nd.array(v, if (any(nd)) ctx(inputs[[which(nd)[1]]]) else mx.ctx.default())
   }
   if (!is.null(count)) params <- c(params, stats::setNames(as.character(length(inputs)), count))
   given <- if (is.null(out)) NULL else if (inherits(out, "MXNDArray")) list(out) else out
   res <- weft_imperative_invoke(.weft_op_handle(op), unname(inputs), names(params), unname(params), given)
   if (!is.null(given)) return(invisible(out))
   if (length(res) == 1) res[[1]] else res
+}
+
+# The context (device) an array lives on, as MXNet's ctx(nd).
+ctx <- function(nd) {
+  if (!is.mx.ndarray(nd)) stop(sprintf("ctx: expected an MXNDArray, got %s", class(nd)[1]), call. = FALSE)
+  structure(as.integer(weft_ndarray_get_context(nd)), class = "MXContext")
 }

@@ -35,3 +35,22 @@ test_that("mx.model.init.params gives every parameter with its inferred shape", 
   expect_identical(as.array(p$aux.params$bn_moving_var), c(1, 1, 1))
   expect_error(mx.model.init.params(net, list(), NULL, mx.init.uniform(0.1)), "do not determine every argument's shape")
 })
+
+test_that("mx.init.Xavier scales by MXNet R's fans: the last dim out, the others in", {
+  mx.set.seed(9)
+  shape <- c(3, 3, 16, 32)          # a 3x3 convolution from 16 to 32 channels, R dims
+  fan_in <- 3 * 3 * 16
+  fan_out <- 32
+  w <- as.array(mx.init.Xavier()("conv_weight", shape))
+  bound <- sqrt(3 / ((fan_in + fan_out) / 2))
+  expect_equal(dim(w), as.integer(shape))
+  expect_true(all(abs(w) <= bound))
+  expect_gt(max(abs(w)), 0.98 * bound)
+  for (factor in c("in", "out", "avg")) {
+    g <- as.array(mx.init.Xavier("gaussian", factor, magnitude = 2)("conv_weight", shape))
+    n <- switch(factor, "in" = fan_in, out = fan_out, avg = (fan_in + fan_out) / 2)
+    expect_equal(sd(g), sqrt(2 / n), tolerance = 0.03)
+    expect_equal(mean(g), 0, tolerance = 0.01)
+  }
+  expect_identical(as.array(mx.init.Xavier()("conv_bias", 32)), rep(0, 32))
+})
