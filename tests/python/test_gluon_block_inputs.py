@@ -348,3 +348,29 @@ def test_a_copied_block_names_its_children_after_the_copy():
         dup.initialize()
         assert dup(nd.ones((1, 4))).shape == (1, 2)
         assert len(net) == 1
+
+
+def test_a_scope_made_for_another_object_keeps_it():
+    # MXNet's _BlockScope(obj) takes any object with a prefix; a scope made for an object
+    # only the scope refers to keeps it (a block's own scope holds its block weakly), in
+    # this thread and in another one, each with its own current scope.
+    import threading
+    from weft.gluon import block as gblock
+
+    class Holder:
+        def __init__(self, prefix):
+            self.prefix = prefix
+            self._empty_prefix = False
+
+    seen = {}
+
+    def spawned():
+        with gblock._BlockScope(Holder("spawned_")):
+            seen["thread"] = mx.name.NameManager.current.get(None, "hello")
+
+    with gblock._BlockScope(Holder("main_")):
+        t = threading.Thread(target=spawned)
+        t.start()
+        t.join()
+        seen["main"] = mx.name.NameManager.current.get(None, "hello")
+    assert seen == {"thread": "spawned_hello0", "main": "main_hello0"}

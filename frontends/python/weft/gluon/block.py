@@ -43,15 +43,21 @@ class _BlockScope:
     _global_counter = {}
     _global_lock = threading.Lock()
 
-    def __init__(self, block):
-        # Weakly: a block owns its scope, and a strong link back would make every block a
-        # reference cycle, freed only by the cyclic collector, which runs by object counts and
-        # not by bytes: dropped networks kept their cached graphs' arrays (gigabytes in MXNet
-        # 1.9.1's test_gluon.py slice tests) until it happened to run.
-        self._block_ref = weakref.ref(block)
+    def __init__(self, block, owned=False):
+        # owned: the block's own scope (Block.__init__), which holds its block weakly: a strong
+        # link back would make every block a reference cycle, freed only by the cyclic
+        # collector, which runs by object counts and not by bytes: dropped networks kept their
+        # cached graphs' arrays (gigabytes in MXNet 1.9.1's test_gluon.py slice tests) until it
+        # happened to run. A scope made for another object (MXNet's `_BlockScope(obj)` with an
+        # object only the scope refers to) holds it strongly.
+        self._owned = owned
+        self._hold(block)
         self._counter = {}
         self._old_scope = None
         self._name_scope = None
+
+    def _hold(self, block):
+        self._block_ref = weakref.ref(block) if self._owned else (lambda: block)
 
     @property
     def _block(self):
@@ -68,7 +74,7 @@ class _BlockScope:
         state = dict(state)
         block = state.pop("_block_ref")
         self.__dict__.update(state)
-        self._block_ref = weakref.ref(block)
+        self._hold(block)
 
     @staticmethod
     def create(prefix, params, hint):
@@ -195,7 +201,7 @@ class Block:
         self._empty_prefix = prefix == ""
         self._prefix, self._params = _BlockScope.create(prefix, params, self._alias())
         self._name = self._prefix[:-1] if self._prefix.endswith("_") else self._prefix
-        self._scope = _BlockScope(self)
+        self._scope = _BlockScope(self, owned=True)
         self._children = OrderedDict()
         self._reg_params = {}
         self._forward_hooks = OrderedDict()
