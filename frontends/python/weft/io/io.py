@@ -571,6 +571,7 @@ class MXDataIter(DataIter):
         super(MXDataIter, self).__init__()
         self.handle = handle
         self._has_batch = False
+        self._debug_skip_load = False
         self.provide_data = self._descs(0, data_name)
         self.provide_label = self._descs(1, label_name)
         self.batch_size = self.provide_data[0].shape[0] if self.provide_data else 0
@@ -605,7 +606,7 @@ class MXDataIter(DataIter):
         return self._has_batch
 
     def next(self):
-        if getattr(self, "_debug_skip_load", False) and self._has_batch:
+        if self._debug_skip_load and self._has_batch:
             return self._batch()
         if self.iter_next():
             return self._batch()
@@ -618,7 +619,7 @@ class MXDataIter(DataIter):
         """From now on next() gives the batch it gave last, again and again, without loading:
         to time a network without the loading (MXNet's debugging switch; the epoch never ends)."""
         self._debug_skip_load = True
-        logging.info("Set debug_skip_load to be true, will simply return first batch")
+        logging.info("MXDataIter.debug_skip_load: next() now repeats the current batch without loading")
 
     def _arrays(self, is_label):
         if is_label:
