@@ -216,7 +216,14 @@ class Van {
       h.threshold = r->threshold;
       if (!SendMessage(servers_[p.server], nullptr, h, p.send, p.send_bytes, p.send_bytes ? r->keep : nullptr)) {
         // The only refusal: the connection is gone (workers never reconnect to a server).
-        OnLost("lost " + watches_[p.server + 1].who + ": its connection closed");
+        // The loss is reported after the grace, like a closure seen by the watch, so that a
+        // server ending because it lost the scheduler does not hide the scheduler's loss: the
+        // peer that closed first is named, and Fail then ends this request.
+        PeerWatch& w = watches_[p.server + 1];
+        if (!w.closed) {
+          w.closed = true;
+          w.closed_at = Clock::now();
+        }
         return;
       }
     }
@@ -362,20 +369,22 @@ class Van {
     watches_.push_back({std::make_unique<ConnectionWatch>(ctx_, socket), who, false, {}});
   }
 
-  // The peer whose connection closed and stayed closed past the grace ("" when none).
-  // The scheduler (watches_[0]) closes its connections only after its goodbye, the
-  // servers only after every worker has left.
+  // The peer whose connection closed first, once it has stayed closed past the grace (""
+  // when none). The first is the cause: the others end because they lost it. The scheduler
+  // (watches_[0]) closes its connections only after its goodbye, the servers only after
+  // every worker has left.
   std::string ClosedPeer() {
+    const PeerWatch* first = nullptr;
     for (size_t i = 0; i < watches_.size(); ++i) {
       PeerWatch& w = watches_[i];
       if (!w.watch->Closed().empty() && !w.closed) {
         w.closed = true;
         w.closed_at = Clock::now();
       }
-      if (w.closed && (i == 0 || !leaving_) && SecondsSince(w.closed_at) > CloseGrace(cfg_))
-        return "lost " + w.who + ": its connection closed";
+      if (w.closed && (i == 0 || !leaving_) && (!first || w.closed_at < first->closed_at)) first = &w;
     }
-    return "";
+    if (!first || SecondsSince(first->closed_at) <= CloseGrace(cfg_)) return "";
+    return "lost " + first->who + ": its connection closed";
   }
 
   void Loop() {
