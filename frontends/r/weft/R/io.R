@@ -39,7 +39,12 @@ print.MXDataIter <- function(x, ...) {
 # The last batch is completed from the start; num.pad() says how many samples that added.
 mx.io.arrayiter <- function(data, label = NULL, batch.size = 128, shuffle = FALSE) {
   # A vector is one value per sample, batched as a 1-D array (as MXNet's arrayiter does).
-  as_samples <- function(a) if (is.null(dim(a))) array(a, dim = length(a)) else a
+  # MXNDArrays (mx.io.extract's result) are read into R arrays, as MXNet's arrayiter does.
+  as_samples <- function(a) {
+    if (is.mx.ndarray(a)) a <- as.array(a)
+    if (is.null(dim(a))) array(a, dim = length(a)) else a
+  }
+  if (is.mx.ndarray(label)) label <- as.array(label)
   several <- is.list(data) && !is.object(data)
   if (several) {
     if (length(data) == 0 || is.null(names(data)) || any(names(data) == "") || anyDuplicated(names(data))) {

@@ -144,6 +144,36 @@
   ctx
 }
 
+# The contexts to train on: one context or a list of them. With several, training is data
+# parallel as MXNet's: each batch is split over them (one executor each), their gradients
+# are summed, and every copy of the weights takes the same update.
+.weft_ctx_list <- function(ctx, fun) {
+  if (is.null(ctx)) return(list(mx.ctx.default()))
+  if (is.mx.context(ctx)) return(list(ctx))
+  if (!is.list(ctx) || length(ctx) == 0 || !all(vapply(ctx, is.mx.context, TRUE))) {
+    stop(sprintf("%s: ctx must be a context or a list of contexts, got %s", fun,
+                 if (is.list(ctx)) sprintf("a list of %d (%s)", length(ctx), paste(vapply(ctx, function(c) class(c)[1], ""), collapse = ", "))
+                 else class(ctx)[1]), call. = FALSE)
+  }
+  unname(ctx)
+}
+
+# MXNet's split of a batch of n samples over k devices: ceiling(n / k) samples each, the
+# last slice smaller; each as c(begin, end), 0-based with end excluded.
+.weft_batch_slices <- function(n, k, fun) {
+  step <- ceiling(n / k)
+  slices <- lapply(seq_len(k) - 1, function(i) c(min(i * step, n), min((i + 1) * step, n)))
+  empty <- which(vapply(slices, function(s) s[2] <= s[1], TRUE))
+  if (length(empty)) {
+    stop(sprintf("%s: a batch of %d samples cannot be split over %d contexts (context %d would get none); use a larger array.batch.size or fewer contexts",
+                 fun, n, k, empty[1]), call. = FALSE)
+  }
+  slices
+}
+
+# `a` (an MXNDArray whose last R dim runs over samples) cut to the samples of slice `s`.
+.weft_slice_samples <- function(a, s, whole) if (whole) a else mx.nd.slice.axis(a, axis = 0, begin = s[1], end = s[2])
+
 mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = NULL, begin.round = 1, num.round = 10,
                                         optimizer = "sgd", initializer = mx.init.uniform(0.01), eval.data = NULL,
                                         eval.metric = NULL, epoch.end.callback = NULL,
@@ -151,7 +181,10 @@ mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = NULL, begin.r
                                         kvstore = "local", verbose = TRUE, arg.params = NULL, aux.params = NULL,
                                         input.names = NULL, output.names = NULL, fixed.param = NULL,
                                         allow.extra.params = FALSE, metric_cpu = TRUE, ...) {
-  ctx <- .weft_one_ctx(ctx, "mx.model.FeedForward.create")
+  fun <- "mx.model.FeedForward.create"
+  ctxs <- .weft_ctx_list(ctx, fun)
+  ndevice <- length(ctxs)
+  ctx <- ctxs[[1]]
   if (is.matrix(X) && !is.null(y)) X <- .weft_layout(X, array.layout, nsamples = if (is.null(dim(y))) length(y) else rev(dim(y))[1])
   train <- .weft_as_iter(X, y, array.batch.size, TRUE)
   if (!is.null(eval.data)) {
@@ -166,8 +199,8 @@ mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = NULL, begin.r
   } else {
     extra <- c(setdiff(names(arg.params), arguments(symbol)), setdiff(names(aux.params), auxiliary.states(symbol)))
     if (length(extra)) {
-      stop(sprintf("mx.model.FeedForward.create: arg.params/aux.params name %s, which the symbol does not have (allow.extra.params = TRUE drops them)",
-                   paste(extra, collapse = ", ")), call. = FALSE)
+      stop(sprintf("%s: arg.params/aux.params name %s, which the symbol does not have (allow.extra.params = TRUE drops them)",
+                   fun, paste(extra, collapse = ", ")), call. = FALSE)
     }
   }
   first <- .weft_first_batch(train)
@@ -177,23 +210,33 @@ mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = NULL, begin.r
   fed <- c(data.names, label.names)
   missing <- setdiff(fed, arguments(symbol))
   if (length(missing)) {
-    stop(sprintf("mx.model.FeedForward.create: the symbol has no argument %s (its arguments: %s)",
-                 paste(missing, collapse = ", "), paste(arguments(symbol), collapse = ", ")), call. = FALSE)
+    stop(sprintf("%s: the symbol has no argument %s (its arguments: %s)",
+                 fun, paste(missing, collapse = ", "), paste(arguments(symbol), collapse = ", ")), call. = FALSE)
   }
   first.fields <- .weft_fields(first, fed, label.names)
   batch.size <- utils::tail(dim(first.fields[[1]]), 1)
-  shapes <- lapply(first.fields, dim)
-  exec <- do.call(mx.simple.bind, c(list(symbol, ctx = ctx, grad.req = "write",
-                                         fixed.param = unique(c(fed, fixed.param))), shapes))
-  on.exit(exec$free())
+  slices <- .weft_batch_slices(batch.size, ndevice, fun)
+  if (verbose) message(sprintf("Start training with %d devices", ndevice))
+  execs <- lapply(seq_len(ndevice), function(i) {
+    shapes <- lapply(first.fields, function(f) {
+      d <- dim(f)
+      d[length(d)] <- slices[[i]][2] - slices[[i]][1]
+      d
+    })
+    do.call(mx.simple.bind, c(list(symbol, ctx = ctxs[[i]], grad.req = "write",
+                                   fixed.param = unique(c(fed, fixed.param))), shapes))
+  })
+  on.exit(for (e in execs) e$free())
+  exec <- execs[[1]]
   param.names <- setdiff(names(exec$arg.arrays), fed)
+  # Every executor starts from the same values: the given ones, or one draw of the initializer.
   for (n in param.names) {
     v <- if (!is.null(arg.params[[n]])) arg.params[[n]] else initializer(n, dim(exec$arg.arrays[[n]]), ctx)
-    mx.exec.update.arg.arrays(exec, stats::setNames(list(v), n), match.name = TRUE)
+    for (e in execs) mx.exec.update.arg.arrays(e, stats::setNames(list(v), n), match.name = TRUE)
   }
   for (n in names(exec$aux.arrays)) {
     v <- if (!is.null(aux.params[[n]])) aux.params[[n]] else initializer(n, dim(exec$aux.arrays[[n]]), ctx)
-    mx.exec.update.aux.arrays(exec, stats::setNames(list(v), n), match.name = TRUE)
+    for (e in execs) mx.exec.update.aux.arrays(e, stats::setNames(list(v), n), match.name = TRUE)
   }
   # fixed.param: kept at their initial values (no gradient, no update).
   trained <- setdiff(param.names, fixed.param)
@@ -207,6 +250,8 @@ mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = NULL, begin.r
     workers <- kv$num.workers
   }
   if (is.character(optimizer)) optimizer <- mx.opt.create(optimizer, rescale.grad = 1 / (batch.size * workers), ...)
+  # One updater, on the first context's weights, for the gradients summed there; the other
+  # contexts then take its weights (the same update as one updater per context would make).
   updater <- mx.opt.get.updater(optimizer, exec$arg.arrays[trained])
   # The metric compares the first output with the last output name's field (MXNet's choice).
   metric.label <- if (length(label.names)) label.names[length(label.names)] else NULL
@@ -214,6 +259,16 @@ mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = NULL, begin.r
     lab <- if (is.null(metric.label)) b$label else .weft_fields(b, metric.label, label.names)[[1]]
     if (is.null(lab)) stop("eval.metric: the data iterator gives no labels", call. = FALSE)
     eval.metric$update(.weft_unpad(as.array(lab), keep), outs, state)
+  }
+  # The model's parameters: the weights (the same on every context) and the auxiliary
+  # states (statistics each context gathered on its slices) averaged as MXNet does.
+  extract <- function() {
+    aux <- lapply(names(exec$aux.arrays), function(n) {
+      if (ndevice == 1) return(mx.nd.copyto(exec$aux.arrays[[n]], ctx))
+      Reduce(`+`, lapply(execs, function(e) mx.nd.copyto(e$aux.arrays[[n]], ctx))) / ndevice
+    })
+    structure(list(symbol = symbol, arg.params = .weft_copy_params(exec$arg.arrays[param.names]),
+                   aux.params = stats::setNames(aux, names(exec$aux.arrays))), class = "MXFeedForwardModel")
   }
   env <- new.env(parent = emptyenv())
   env$metric <- eval.metric
@@ -225,15 +280,27 @@ mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = NULL, begin.r
     while (isTRUE(train$iter.next())) {
       b <- .weft_batch(train)
       fields <- .weft_fields(b, fed, label.names)
-      for (n in fed) weft_ndarray_copy_to(fields[[n]], exec$arg.arrays[[n]])
-      mx.exec.forward(exec, is.train = TRUE)
-      mx.exec.backward(exec)
+      for (i in seq_len(ndevice)) {
+        for (n in fed) weft_ndarray_copy_to(.weft_slice_samples(fields[[n]], slices[[i]], ndevice == 1), execs[[i]]$arg.arrays[[n]])
+        mx.exec.forward(execs[[i]], is.train = TRUE)
+        mx.exec.backward(execs[[i]])
+      }
+      if (ndevice > 1) {
+        for (n in trained) {
+          g <- exec$grad.arrays[[n]]
+          for (e in execs[-1]) mx.nd.elemwise.add(g, mx.nd.copyto(e$grad.arrays[[n]], ctx), out = g)
+        }
+      }
       if (!is.null(kv)) kv$pushpull(trained, exec$grad.arrays[trained], exec$grad.arrays[trained])
       updater(exec$arg.arrays[trained], exec$grad.arrays[trained])
+      for (e in execs[-1]) for (n in trained) weft_ndarray_copy_to(exec$arg.arrays[[n]], e$arg.arrays[[n]])
       if (!is.null(eval.metric)) {
         keep <- batch.size - train$num.pad()
-        pred <- as.array(exec$outputs[[1]])
-        pred <- array(pred, c(length(pred) / batch.size, batch.size))[, seq_len(keep), drop = FALSE]
+        pred <- do.call(cbind, lapply(seq_len(ndevice), function(i) {
+          p <- as.array(execs[[i]]$outputs[[1]])
+          n <- slices[[i]][2] - slices[[i]][1]
+          array(p, c(length(p) / n, n))
+        }))[, seq_len(keep), drop = FALSE]
         env$train.metric <- metric_update(env$train.metric, pred, b, keep)
       }
       nbatch <- nbatch + 1
@@ -243,8 +310,7 @@ mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = NULL, begin.r
       r <- eval.metric$get(env$train.metric)
       message(sprintf("[%d] Train-%s=%f", iteration, r$name, r$value))
     }
-    model$arg.params <- .weft_copy_params(exec$arg.arrays[param.names])
-    model$aux.params <- .weft_copy_params(exec$aux.arrays)
+    model <- extract()
     env$model <- model
     env$eval.metric <- NULL
     if (!is.null(eval.data) && !is.null(eval.metric)) {

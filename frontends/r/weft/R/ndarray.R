@@ -113,8 +113,9 @@ Ops.MXNDArray <- function(e1, e2) {
 }
 
 # x[i, j, ...] with one index per R dim: each a contiguous increasing range of positions
-# (or missing, for all); gives a new array.
-"[.MXNDArray" <- function(x, ...) {
+# (or missing, for all); gives a new array, which keeps every dim (`drop` is accepted as R
+# code passes it, and changes nothing).
+"[.MXNDArray" <- function(x, ..., drop = TRUE) {
   d <- dim(x)
   idx <- as.list(substitute(list(...)))[-1]
   if (length(idx) != length(d)) {

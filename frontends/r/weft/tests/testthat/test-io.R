@@ -121,4 +121,12 @@ test_that("mx.io.extract joins every batch's field without the padding", {
   expect_equal(as.array(mx.io.extract(it, "label")), 10 * (1:7))
   expect_error(mx.io.extract(it, "weights"), "the iterator gives no 'weights'")
   expect_error(mx.io.extract(list(), "data"), "expected a data iterator .* got list")
+  # Its MXNDArrays feed an array iterator again (MXNet's demo predicts on them), shuffled too.
+  again <- mx.io.arrayiter(d, mx.io.extract(it, "label"), batch.size = 7, shuffle = TRUE)
+  again$reset()
+  expect_true(again$iter.next())
+  b <- again$value()
+  expect_equal(sort(as.array(b$label)), 10 * (1:7))
+  expect_equal(as.array(b$data)[1, ], 2 * as.array(b$label) / 10 - 1)
+  expect_equal(as.array(d[, 2:3, drop = FALSE]), x[, 2:3] + 0)
 })

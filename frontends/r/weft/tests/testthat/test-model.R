@@ -186,3 +186,40 @@ test_that("the speedometer reports samples per second every `frequency` batches"
   expect_silent(cb(1, 6, env, verbose = FALSE))
   expect_silent(cb(2, 1, env))                        # a new epoch restarts the clock
 })
+
+test_that("a list of contexts splits each batch over them and trains as one context does", {
+  set.seed(11)
+  x <- matrix(rnorm(6 * 120), 6, 120)
+  y <- as.integer(x[1, ] - x[2, ] > 0)
+  fit <- function(net, ctx, batch = 40) {
+    set.seed(5)
+    mx.set.seed(5)
+    mx.model.FeedForward.create(net, X = x, y = y, ctx = ctx, num.round = 2, array.batch.size = batch,
+                                learning.rate = 0.05, momentum = 0.9, initializer = mx.init.uniform(0.2),
+                                array.layout = "colmajor", verbose = FALSE)
+  }
+  data <- mx.symbol.Variable("data")
+  hidden <- mx.symbol.Activation(mx.symbol.FullyConnected(data, num_hidden = 5, name = "fc1"), act_type = "tanh")
+  mlp <- mx.symbol.SoftmaxOutput(mx.symbol.FullyConnected(hidden, num_hidden = 2, name = "fc2"), name = "softmax")
+  one <- fit(mlp, mx.cpu())
+  # Summed slice gradients are the whole batch's: the same weights after two epochs, for an
+  # even split and for MXNet's uneven one (14, 14 and 12 samples).
+  for (ctx in list(list(mx.cpu(0), mx.cpu(1)), list(mx.cpu(0), mx.cpu(1), mx.cpu(2)))) {
+    several <- fit(mlp, ctx)
+    for (n in names(one$arg.params)) {
+      expect_equal(as.array(several$arg.params[[n]]), as.array(one$arg.params[[n]]), tolerance = 1e-5)
+    }
+  }
+  # BatchNorm's statistics come from each context's slice and are averaged: with momentum 0
+  # on the inputs, the moving mean is the mean of the last batch's two half means, which is
+  # that batch's mean.
+  bn <- mx.symbol.BatchNorm(data, fix_gamma = TRUE, momentum = 0, name = "bn")
+  net <- mx.symbol.SoftmaxOutput(mx.symbol.FullyConnected(bn, num_hidden = 2, name = "fc"), name = "softmax")
+  single <- fit(net, mx.cpu())
+  pair <- fit(net, list(mx.cpu(0), mx.cpu(1)))
+  expect_equal(as.array(pair$aux.params$bn_moving_mean), as.array(single$aux.params$bn_moving_mean), tolerance = 1e-5)
+  expect_false(isTRUE(all.equal(as.array(pair$aux.params$bn_moving_mean), rep(0, 6))))
+  expect_error(fit(mlp, list(mx.cpu(0), mx.cpu(1), mx.cpu(2), mx.cpu(3)), batch = 3),
+               "a batch of 3 samples cannot be split over 4 contexts \\(context 4 would get none\\)")
+  expect_error(fit(mlp, list(mx.cpu(0), "cpu")), "ctx must be a context or a list of contexts, got a list of 2 \\(MXContext, character\\)")
+})
