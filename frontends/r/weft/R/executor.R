@@ -70,7 +70,11 @@ mx.symbol.bind <- function(symbol, ctx = mx.ctx.default(), arg.arrays, aux.array
   }
   arg.arrays <- order(arg.arrays, args, "argument")
   aux.arrays <- order(aux.arrays, aux, "auxiliary")
-  reqs <- rep_len(grad.reqs, length(arg.arrays))
+  # One request for all, or one per argument: a character vector or (as MXNet's demos
+  # write it) a list, in argument order or named by argument.
+  if (is.list(grad.reqs)) grad.reqs <- unlist(grad.reqs)
+  if (!is.null(names(grad.reqs)) && all(args %in% names(grad.reqs))) grad.reqs <- grad.reqs[args]
+  reqs <- rep_len(as.character(grad.reqs), length(arg.arrays))
   grads <- vector("list", length(arg.arrays))
   for (i in seq_along(arg.arrays)) {
     if (reqs[i] != "null") grads[[i]] <- mx.nd.zeros(dim(arg.arrays[[i]]), ctx)

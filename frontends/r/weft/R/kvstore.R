@@ -1,6 +1,6 @@
 # MXKVStore: an environment with the store's methods, as in MXNet's R package. Keys are
 # integers or strings; values and outputs are MXNDArrays, one per key (repeat a key to push
-# several values of it: they are summed).
+# several values of it: they are summed), or MXNet's list of such lists, one per device.
 
 mx.kv.create <- function(type = "local") {
   handle <- weft_kvstore_create(type)
@@ -11,16 +11,34 @@ mx.kv.create <- function(type = "local") {
   kv$num.workers <- weft_kvstore_get_num_workers(handle)
   arrays <- function(values) if (inherits(values, "MXNDArray")) list(values) else unname(values)
   keys_of <- function(keys) as.character(keys)
+  # MXNet's form for several devices: a list with one list per device, each holding one
+  # array per key. Each key then goes once per device: pushed values are summed, and pulls
+  # fill every device's array.
+  per_key <- function(keys, values, what) {
+    values <- arrays(values)
+    nested <- length(values) > 0 && all(vapply(values, function(v) is.list(v) && !inherits(v, "MXNDArray"), TRUE))
+    if (!nested) return(list(keys = keys_of(keys), values = values))
+    sizes <- lengths(values)
+    if (any(sizes != length(keys))) {
+      d <- which(sizes != length(keys))[1]
+      stop(sprintf("kvstore %s: device %d's list has %d arrays for %d keys", what, d, sizes[d], length(keys)),
+           call. = FALSE)
+    }
+    list(keys = rep(keys_of(keys), times = length(values)), values = unlist(lapply(values, unname), recursive = FALSE))
+  }
   kv$init <- function(keys, values) invisible(weft_kvstore_init(handle, keys_of(keys), arrays(values)))
   kv$push <- function(keys, values, priority = 0L) {
-    invisible(weft_kvstore_push(handle, keys_of(keys), arrays(values), as.integer(priority)))
+    v <- per_key(keys, values, "push")
+    invisible(weft_kvstore_push(handle, v$keys, v$values, as.integer(priority)))
   }
   kv$pull <- function(keys, out.list, priority = 0L) {
-    invisible(weft_kvstore_pull(handle, keys_of(keys), arrays(out.list), as.integer(priority)))
+    o <- per_key(keys, out.list, "pull")
+    invisible(weft_kvstore_pull(handle, o$keys, o$values, as.integer(priority)))
   }
   kv$pushpull <- function(keys, values, out.list, priority = 0L) {
-    invisible(weft_kvstore_pushpull(handle, keys_of(keys), arrays(values), keys_of(keys), arrays(out.list),
-                                    as.integer(priority)))
+    v <- per_key(keys, values, "pushpull")
+    o <- per_key(keys, out.list, "pushpull")
+    invisible(weft_kvstore_pushpull(handle, v$keys, v$values, o$keys, o$values, as.integer(priority)))
   }
   kv$barrier <- function() invisible(weft_kvstore_barrier(handle))
   # fun(key, merged, stored) changes `stored` in place (with operators writing to out =

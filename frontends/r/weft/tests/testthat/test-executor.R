@@ -34,6 +34,14 @@ test_that("symbol.bind uses the arrays given and allocates gradients", {
   mx.exec.backward(exec, mx.nd.ones(3))
   expect_equal(as.array(exec$grad.arrays$a), c(5, 6, 7))
   expect_equal(as.array(exec$grad.arrays$b), c(1, 2, 3))
+  # Requests per argument, as a list (MXNet's demos) or named in any order.
+  for (reqs in list(list("write", "null"), c(b = "null", a = "write"))) {
+    e <- mx.symbol.bind(s, arg.arrays = list(a = c(1, 2, 3), b = c(4, 5, 6)), grad.reqs = reqs)
+    mx.exec.forward(e)
+    mx.exec.backward(e, mx.nd.ones(3))
+    expect_equal(as.array(e$grad.arrays$a), c(5, 6, 7))
+    expect_null(e$grad.arrays$b)
+  }
   expect_error(mx.symbol.bind(s, arg.arrays = list(a = c(1, 2))), "no argument array for b")
   expect_error(mx.symbol.bind(s, arg.arrays = list(a = c(1, 2), b = c(1, 2, 3))), class = "weft_error")
 })

@@ -23,6 +23,26 @@ test_that("a local store inits, sums pushes and pulls", {
   expect_error(kv$pull(3, out), "weft_kvstore_t")
 })
 
+test_that("MXNet's per-device lists push every device's value of a key and pull into each", {
+  kv <- mx.kv.create("local")
+  kv$init(c(0, 1), list(mx.nd.array(c(1, 2)), mx.nd.zeros(c(2, 2))))
+  devices <- lapply(1:3, function(i) list(a = mx.nd.array(c(i, i + 1), mx.cpu(i)),
+                                          b = mx.nd.array(matrix(i, 2, 2), mx.cpu(i))))
+  kv$push(c(0, 1), devices)
+  kv$pull(c(0, 1), devices)
+  for (d in devices) {
+    expect_equal(as.array(d$a), c(6, 9))
+    expect_equal(as.array(d$b), matrix(6, 2, 2))
+  }
+  outs <- lapply(1:2, function(i) list(mx.nd.zeros(2), mx.nd.zeros(c(2, 2))))
+  kv$pushpull(c(0, 1), devices, outs)
+  expect_equal(as.array(outs[[2]][[1]]), c(18, 27))
+  expect_equal(as.array(outs[[1]][[2]]), matrix(18, 2, 2))
+  expect_error(kv$push(c(0, 1), list(list(mx.nd.zeros(2)), list(mx.nd.zeros(2), mx.nd.zeros(c(2, 2))))),
+               "kvstore push: device 1's list has 1 arrays for 2 keys")
+  kv$free()
+})
+
 test_that("an R updater and an optimizer run on push", {
   kv <- mx.kv.create("local")
   kv$init(1, mx.nd.array(c(1, 2)))
