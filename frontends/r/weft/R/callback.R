@@ -26,12 +26,9 @@ mx.callback.save.checkpoint <- function(prefix, period = 1) {
   }
 }
 
-mx.metric.logger <- function() {
-  logger <- new.env(parent = emptyenv())
-  logger$train <- c()
-  logger$eval <- c()
-  logger
-}
+# A reference class, as MXNet's: mx.metric.logger$new() (or mx.metric.logger()) gives an
+# object of class "mx.metric.logger" whose train and eval fields collect the values.
+mx.metric.logger <- methods::setRefClass("mx.metric.logger", fields = list(train = "numeric", eval = "numeric"))
 
 # Reports every `frequency` batches how many samples per second went through since the
 # last report (or since the epoch's first batch), with the training metric when there is one.

@@ -101,7 +101,7 @@
     keep <- d[length(d)] - iter$num.pad()
     outs <- lapply(exec$outputs, function(o) {
       a <- as.array(o)
-      d <- dim(a)
+      d <- .weft_dim(a)
       if (length(d) == 1) a[seq_len(keep)] else array(a, c(prod(d[-length(d)]), d[length(d)]))[, seq_len(keep), drop = FALSE]
     })
     fun(outs, b, keep)

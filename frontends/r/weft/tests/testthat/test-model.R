@@ -223,3 +223,31 @@ test_that("a list of contexts splits each batch over them and trains as one cont
                "a batch of 3 samples cannot be split over 4 contexts \\(context 4 would get none\\)")
   expect_error(fit(mlp, list(mx.cpu(0), "cpu")), "ctx must be a context or a list of contexts, got a list of 2 \\(MXContext, character\\)")
 })
+
+test_that("a model whose output has one value per sample predicts a vector, and loggers come from $new()", {
+  set.seed(2)
+  x <- matrix(rnorm(3 * 50), 3, 50)
+  y <- colSums(x)
+  data <- mx.symbol.Variable("data")
+  label <- mx.symbol.Variable("label")
+  fc <- mx.symbol.FullyConnected(data, num_hidden = 1, name = "fc")
+  # MXNet's custom-loss vignette: the loss itself is the output, one value per sample.
+  loss <- mx.symbol.MakeLoss(mx.symbol.square(mx.symbol.Reshape(fc, shape = 0) - label), name = "loss")
+  logger <- mx.metric.logger$new()
+  expect_s4_class(logger, "mx.metric.logger")
+  expect_equal(class(logger)[1], "mx.metric.logger")
+  mx.set.seed(0)
+  model <- mx.model.FeedForward.create(loss, X = x, y = y, num.round = 30, array.batch.size = 10,
+                                       learning.rate = 0.05, array.layout = "colmajor", verbose = FALSE,
+                                       eval.metric = mx.metric.mse,
+                                       epoch.end.callback = mx.callback.log.train.metric(1, logger))
+  expect_length(logger$train, 30)
+  expect_length(logger$eval, 0)
+  pred <- predict(model, x, array.batch.size = 15, array.layout = "colmajor")
+  expect_null(dim(pred))
+  expect_length(pred, 50)
+  # Predicting feeds no label (zeros): the output is the squared prediction, fc's own output.
+  w <- as.array(model$arg.params$fc_weight)
+  expect_equal(pred, as.vector((t(x) %*% as.vector(w) + as.array(model$arg.params$fc_bias))^2), tolerance = 1e-4)
+  expect_lt(mean((sqrt(pred) - abs(y))^2), 0.05)
+})
