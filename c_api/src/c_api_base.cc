@@ -249,6 +249,12 @@ weft_status_t weft_set_blocking_hooks(weft_block_enter_t enter, weft_block_leave
   WEFT_API_END
 }
 
+weft_status_t weft_engine_wait_for_room(void) {
+  WEFT_API_BEGIN
+  engine::Engine::Get()->WaitForRoomUnlocked();
+  WEFT_API_END
+}
+
 weft_status_t weft_after_fork(int in_child) {
   WEFT_API_BEGIN
   engine::AfterFork(in_child != 0);

@@ -147,7 +147,23 @@ class Engine {
 
   // Stops worker threads after draining; the engine must not be used afterwards.
   virtual void Shutdown() {}
+
+  // Waits while a push to any device would wait for room (the backpressure bound), with
+  // the blocking hooks run around the wait (blocking.h), and returns at once otherwise.
+  // A push itself waits holding whatever its caller holds, since it may come from inside
+  // the library's own critical sections; a front end that holds a lock of its own while it
+  // pushes (Python's GIL) calls this first, where it holds no lock of the library, so that
+  // the wait happens with its lock let go (a custom operator's callback, which takes that
+  // lock, may be what the queue waits for).
+  virtual void WaitForRoomUnlocked() {}
 };
+
+// Marks the calling thread's pushes as part of work the engine is already running (the
+// callbacks of custom operators and of control-flow operators run on threads of their
+// own): like a worker's own pushes they never wait for room, since what they would wait
+// for may be queued behind the very operation they serve.
+void SetPushesServeRunningWork(bool on);
+bool PushesServeRunningWork();
 
 }  // namespace engine
 }  // namespace weft

@@ -26,6 +26,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <typeinfo>
 #include <vector>
 
@@ -640,25 +641,28 @@ class ThreadedEngine final : public Engine, public BlockRunner {
   // one that completed nothing for kStallWait while its pusher waited: its work may be
   // waiting for something this very thread does after the push (opening a gate, answering
   // a callback), so waiting could be forever. The bound holds again from the pool's next
-  // completion.
-  void WaitForRoom(WorkerPool* pool, int64_t bytes) {
+  // completion. `unlocked`: the caller holds no lock of the library (WaitForRoomUnlocked),
+  // so the blocking hooks let go of the front end's lock while this waits.
+  void WaitForRoom(WorkerPool* pool, int64_t bytes, bool unlocked = false) {
     auto bytes_over = [&](int64_t limit) {
       int64_t queued = pool->pending_bytes.load(std::memory_order_relaxed);
       return bytes > 0 && queued > 0 && queued + bytes > limit;
     };
     bool full = (max_pending_ != 0 && pool->pending.load(std::memory_order_relaxed) >= max_pending_) ||
                 (max_pending_bytes_ != 0 && bytes_over(max_pending_bytes_));
-    if (!full || CurrentWorkerOwner() == this) return;
+    if (!full || CurrentWorkerOwner() == this || PushesServeRunningWork()) return;
     if (pool->stalled_at.load(std::memory_order_relaxed) == pool->completed.load(std::memory_order_relaxed)) return;
     auto has_room = [&] {
       if (shut_down_.load()) return true;
       if (max_pending_ != 0 && pool->pending.load() >= ResumeCount()) return false;
       return max_pending_bytes_ == 0 || !bytes_over(ResumeBytes());
     };
-    // No blocking hooks here: a push may come from inside a caller's own critical section,
-    // where letting go of the front end's lock (and taking it back) could deadlock; the
-    // stall rule above already lets a push through when the work it waits for needs this
-    // thread.
+    // The hooks only for an unlocked caller: a push may come from inside a caller's own
+    // critical section, where letting go of the front end's lock (and taking it back) could
+    // deadlock; there the stall rule above lets a push through when the work it waits for
+    // needs this thread. Entered before room_mu_ is taken, left after it is released.
+    std::optional<BlockingScope> let_go;
+    if (unlocked) let_go.emplace();
     std::unique_lock<std::mutex> lock(room_mu_);
     room_waiters_.fetch_add(1);
     for (;;) {
@@ -670,6 +674,16 @@ class ThreadedEngine final : public Engine, public BlockRunner {
       }
     }
     room_waiters_.fetch_sub(1);
+  }
+
+  void WaitForRoomUnlocked() override {
+    if (CurrentWorkerOwner() == this || PushesServeRunningWork() || shut_down_.load()) return;
+    // The smallest push (one byte): a pool is full for it once its bound is reached.
+    constexpr int64_t kAnyPush = 1;
+    WaitForRoom(cpu_pool_.get(), kAnyPush, true);
+    WaitForRoom(cpu_priority_pool_.get(), kAnyPush, true);
+    for (auto* pools : {&gpu_pools_, &gpu_copy_pools_})
+      for (auto& p : *pools) WaitForRoom(p.get(), kAnyPush, true);
   }
 
   int64_t ResumeCount() const { return max_pending_ - max_pending_ / 4; }

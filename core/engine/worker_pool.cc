@@ -1,5 +1,7 @@
 #include "core/engine/worker_pool.h"
 
+#include "core/engine/engine.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -59,6 +61,13 @@ class WorkerStream {
 }  // namespace
 
 BlockRunner* CurrentWorkerOwner() { return tls_owner; }
+
+namespace {
+thread_local bool tls_serves_running_work = false;
+}  // namespace
+
+void SetPushesServeRunningWork(bool on) { tls_serves_running_work = on; }
+bool PushesServeRunningWork() { return tls_serves_running_work; }
 
 WorkerPool::WorkerPool(std::string name, int nthreads, Context ctx, BlockRunner* runner)
     : name_(std::move(name)), nthreads_(nthreads), ctx_(ctx), runner_(runner) {}

@@ -113,6 +113,16 @@ static gw_result gw_weft_set_blocking_hooks(weft_block_enter_t enter, weft_block
   return r;
 }
 
+static gw_result gw_weft_engine_wait_for_room(void) {
+  gw_result r = {0, NULL};
+  r.status = weft_engine_wait_for_room();
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
 static gw_result gw_weft_ndarray_create(const int64_t* shape, int ndim, int dtype, weft_context_t ctx, weft_ndarray_t** out) {
   gw_result r = {0, NULL};
   r.status = weft_ndarray_create(shape, ndim, dtype, ctx, out);
@@ -2362,6 +2372,18 @@ func weft_set_blocking_hooks(p_enter C.weft_block_enter_t, p_leave C.weft_block_
 	r := C.gw_weft_set_blocking_hooks(p_enter, p_leave)
 	if r.status != 0 {
 		return newCError(r, "weft_set_blocking_hooks")
+	}
+	return nil
+}
+
+// weft_engine_wait_for_room calls the C function of that name through its shim; see c_api.h.
+func weft_engine_wait_for_room() error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_engine_wait_for_room()
+	if r.status != 0 {
+		return newCError(r, "weft_engine_wait_for_room")
 	}
 	return nil
 }

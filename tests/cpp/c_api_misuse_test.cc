@@ -24,7 +24,7 @@
 //      13 oversized byte size
 //      86 oversized count
 //     179 wrong-kind handle
-// Without a case: weft_before_fork, weft_custom_op_stop_releases, weft_get_last_error, weft_kvstore_run_scheduler, weft_wait_all (no parameters), weft_after_fork, weft_profiler_dump, weft_profiler_set_paused, weft_random_seed (any value is valid).
+// Without a case: weft_before_fork, weft_custom_op_stop_releases, weft_engine_wait_for_room, weft_get_last_error, weft_kvstore_run_scheduler, weft_wait_all (no parameters), weft_after_fork, weft_profiler_dump, weft_profiler_set_paused, weft_random_seed (any value is valid).
 #include <gtest/gtest.h>
 
 #include <climits>

@@ -38,6 +38,7 @@ NO_PARAMS = {
     "weft_kvstore_run_scheduler": "takes nothing (and would run a distributed job's scheduler)",
     "weft_before_fork": "takes nothing (and would stop the engine's threads until weft_after_fork)",
     "weft_custom_op_stop_releases": "takes nothing (and would leak every later custom operator)",
+    "weft_engine_wait_for_room": "takes nothing (and returns at once when the engine has room)",
 }
 
 # Functions whose every argument is valid whatever its value.

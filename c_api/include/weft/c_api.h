@@ -143,6 +143,14 @@ WEFT_API weft_status_t weft_after_fork(int in_child);
 typedef void* (*weft_block_enter_t)(void);
 typedef void (*weft_block_leave_t)(void* token);
 WEFT_API weft_status_t weft_set_blocking_hooks(weft_block_enter_t enter, weft_block_leave_t leave);
+/* Waits while a push to any device would wait for room (the engine's bound on queued work,
+ * WEFT_ENGINE_MAX_PENDING and WEFT_ENGINE_MAX_PENDING_BYTES), with the blocking hooks run
+ * around the wait; returns at once when there is room. A call that pushes waits for room
+ * without the hooks (it may hold locks that make letting go unsafe): a front end that holds
+ * its lock across such calls calls this first, so that the wait, when there is one, happens
+ * with its lock let go. Pushes from an engine operation's own threads (workers, custom
+ * operators' callbacks) never wait, here or in a push. */
+WEFT_API weft_status_t weft_engine_wait_for_room(void);
 
 /* ------------------------------------------------------------------ NDArray */
 

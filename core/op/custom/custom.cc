@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "core/base/error.h"
+#include "core/engine/engine.h"
 #include "core/engine/fork.h"
 #include "core/engine/worker_pool.h"
 #include "core/profiler/custom_scope.h"
@@ -519,6 +520,8 @@ class CallbackPool {
 
  private:
   void Loop() {
+    // Each task serves an operation that is running on the engine and waits for the task.
+    engine::SetPushesServeRunningWork(true);
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       while (queue_.empty() && !stop_) {

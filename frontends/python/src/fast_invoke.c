@@ -311,6 +311,11 @@ static PyObject* run(const weft_op_t* op, int num_inputs, weft_ndarray_t* const*
                      const char* const* keys, const char* const* vals, PyObject* out) {
   int num_outputs = 0;
   weft_ndarray_t* const* outputs = NULL;
+  /* This thread keeps the GIL through the call, so the wait for room a push may do happens
+   * here first, with the GIL let go: a custom operator's callback that the queued work waits
+   * for needs the GIL to run. */
+  weft_status_t room = weft_engine_wait_for_room();
+  if (room != WEFT_OK) return raise_status(room);
   /* Read before the call: a call that blocks lets go of the GIL (weft_set_blocking_hooks),
    * and other threads' calls set maybe_sparse meanwhile. */
   const int sparse = maybe_sparse || op == cast_storage_op;

@@ -127,6 +127,7 @@ const _fp_weft_dtype_name = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_before_fork = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_after_fork = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_set_blocking_hooks = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_engine_wait_for_room = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_create = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_free = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_get_ndim = Ref{Ptr{Cvoid}}(C_NULL)
@@ -419,6 +420,23 @@ C: weft_status_t weft_set_blocking_hooks(weft_block_enter_t enter, weft_block_le
 """
 function weft_set_blocking_hooks(enter, leave)
     ccall(_fp_weft_set_blocking_hooks[], Cint, (Ptr{Cvoid}, Ptr{Cvoid}), enter, leave)
+end
+
+"""
+    weft_engine_wait_for_room()
+
+Waits while a push to any device would wait for room (the engine's bound on queued work,
+WEFT_ENGINE_MAX_PENDING and WEFT_ENGINE_MAX_PENDING_BYTES), with the blocking hooks run
+around the wait; returns at once when there is room. A call that pushes waits for room
+without the hooks (it may hold locks that make letting go unsafe): a front end that holds
+its lock across such calls calls this first, so that the wait, when there is one, happens
+with its lock let go. Pushes from an engine operation's own threads (workers, custom
+operators' callbacks) never wait, here or in a push.
+
+C: weft_status_t weft_engine_wait_for_room()
+"""
+function weft_engine_wait_for_room()
+    ccall(_fp_weft_engine_wait_for_room[], Cint, ())
 end
 
 """
@@ -2690,6 +2708,7 @@ const _SYMBOLS = (
     (:weft_before_fork, _fp_weft_before_fork),
     (:weft_after_fork, _fp_weft_after_fork),
     (:weft_set_blocking_hooks, _fp_weft_set_blocking_hooks),
+    (:weft_engine_wait_for_room, _fp_weft_engine_wait_for_room),
     (:weft_ndarray_create, _fp_weft_ndarray_create),
     (:weft_ndarray_free, _fp_weft_ndarray_free),
     (:weft_ndarray_get_ndim, _fp_weft_ndarray_get_ndim),

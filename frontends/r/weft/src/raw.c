@@ -306,6 +306,12 @@ SEXP weft_r_after_fork(SEXP s_in_child) {
   return R_NilValue;
 }
 
+SEXP weft_r_engine_wait_for_room(void) {
+  weft_status_t status = weft_engine_wait_for_room();
+  if (status != WEFT_OK) weft_r_raise(status, "weft_engine_wait_for_room");
+  return R_NilValue;
+}
+
 SEXP weft_r_ndarray_create(SEXP s_shape, SEXP s_dtype, SEXP s_ctx) {
   int len_shape = 0;
   const int64_t* shape = weft_r_int64s(s_shape, &len_shape, "shape");
@@ -2410,6 +2416,7 @@ const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_dtype_name", (DL_FUNC)&weft_r_dtype_name, 1},
   {"C_weft_before_fork", (DL_FUNC)&weft_r_before_fork, 0},
   {"C_weft_after_fork", (DL_FUNC)&weft_r_after_fork, 1},
+  {"C_weft_engine_wait_for_room", (DL_FUNC)&weft_r_engine_wait_for_room, 0},
   {"C_weft_ndarray_create", (DL_FUNC)&weft_r_ndarray_create, 3},
   {"C_weft_ndarray_free", (DL_FUNC)&weft_r_ndarray_free, 1},
   {"C_weft_ndarray_get_ndim", (DL_FUNC)&weft_r_ndarray_get_ndim, 1},

@@ -10,7 +10,7 @@
 #include <R_ext/Rdynload.h>
 #include <weft/c_api.h>
 
-#define WEFT_R_NUM_RAW_ROUTINES 188
+#define WEFT_R_NUM_RAW_ROUTINES 189
 extern const R_CallMethodDef weft_r_raw_routines[];
 
 SEXP weft_r_wrap_bytes(weft_bytes_t* handle);
