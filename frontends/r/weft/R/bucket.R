@@ -79,9 +79,12 @@ mx.model.buckets <- function(symbol, train.data, eval.data = NULL, metric = NULL
                              initializer = mx.init.uniform(0.01), optimizer = "sgd", ctx = NULL,
                              batch.end.callback = NULL, epoch.end.callback = NULL, kvstore = "local",
                              verbose = TRUE, metric_cpu = TRUE, ...) {
-  ctx <- .weft_one_ctx(ctx, "mx.model.buckets")
+  fun <- "mx.model.buckets"
+  ctxs <- .weft_ctx_list(ctx, fun)
+  ndevice <- length(ctxs)
+  ctx <- ctxs[[1]]
   if (!(is.character(kvstore) && kvstore == "local") && !is.null(kvstore)) {
-    stop("mx.model.buckets: only kvstore = \"local\" is supported (one context, no store)", call. = FALSE)
+    stop("mx.model.buckets: only kvstore = \"local\" is supported (no distributed store)", call. = FALSE)
   }
   for (d in list(train.data, eval.data)) {
     if (!is.null(d) && !.weft_is_iter_like(d)) {
@@ -130,25 +133,41 @@ mx.model.buckets <- function(symbol, train.data, eval.data = NULL, metric = NULL
     batch.size <- utils::tail(dim(first[[fields[[1]]]]), 1)
     optimizer <- mx.opt.create(optimizer, rescale.grad = 1 / batch.size, ...)
   }
+  # One updater, on the first context's parameters; with several contexts each has copies of
+  # the parameters and auxiliary states, and every batch is split over them as in
+  # mx.model.FeedForward.create.
   updater <- mx.opt.get.updater(optimizer, params[trained])
+  dev.params <- c(list(params), lapply(ctxs[-1], function(c) lapply(params, function(p) mx.nd.copyto(p, c))))
+  dev.aux <- c(list(aux), lapply(ctxs[-1], function(c) lapply(aux, function(a) mx.nd.copyto(a, c))))
   execs <- list()
-  # The executor of the current batch's bucket: bound once per bucket and input shapes, on the
-  # shared parameter and auxiliary arrays.
-  exec_for <- function(iter, b) {
+  # The executor of the current batch's bucket on context d: bound once per bucket, input
+  # shapes and context, on that context's shared parameter and auxiliary arrays.
+  exec_for <- function(iter, b, d) {
     sym <- bucket_symbol(iter)
-    key <- paste(c(names(iter$bucketID), vapply(input.names, function(n) paste(dim(b[[fields[[n]]]]), collapse = "x"), "")),
+    key <- paste(c(d, names(iter$bucketID), vapply(input.names, function(n) paste(dim(b[[fields[[n]]]]), collapse = "x"), "")),
                  collapse = "/")
     if (is.null(execs[[key]])) {
       sargs <- arguments(sym)
-      inputs <- stats::setNames(lapply(input.names, function(n) mx.nd.zeros(dim(b[[fields[[n]]]]), ctx)), input.names)
+      inputs <- stats::setNames(lapply(input.names, function(n) mx.nd.zeros(dim(b[[fields[[n]]]]), ctxs[[d]])), input.names)
       missing <- setdiff(sargs, c(input.names, names(params)))
       if (length(missing)) {
         stop(sprintf("mx.model.buckets: bucket '%s' has arguments the first bucket lacks: %s", names(iter$bucketID),
                      paste(missing, collapse = ", ")), call. = FALSE)
       }
       reqs <- ifelse(sargs %in% trained, "write", "null")
-      execs[[key]] <<- mx.symbol.bind(sym, ctx, arg.arrays = c(inputs, params)[sargs],
-                                      aux.arrays = aux[auxiliary.states(sym)], grad.reqs = reqs)
+      args.d <- dev.params[[d]]
+      if (ndevice > 1) {
+        # Arguments neither fed nor trained (initial RNN states) may have a batch dim: a
+        # context's slice gets zeros of its own shape for them.
+        given <- lapply(stats::setNames(input.names, input.names), function(n) dim(b[[fields[[n]]]]))
+        slice.shapes <- do.call(mx.symbol.infer.shape, c(list(sym), given))$arg.shapes
+        for (n in setdiff(names(args.d), trained)) {
+          s <- slice.shapes[[n]]
+          if (!is.null(s) && !identical(as.integer(s), as.integer(dim(args.d[[n]])))) args.d[[n]] <- mx.nd.zeros(s, ctxs[[d]])
+        }
+      }
+      execs[[key]] <<- mx.symbol.bind(sym, ctxs[[d]], arg.arrays = c(inputs, args.d)[sargs],
+                                      aux.arrays = dev.aux[[d]][auxiliary.states(sym)], grad.reqs = reqs)
     }
     execs[[key]]
   }
@@ -158,14 +177,29 @@ mx.model.buckets <- function(symbol, train.data, eval.data = NULL, metric = NULL
     nbatch <- 0
     while (isTRUE(iter$iter.next())) {
       b <- .weft_batch(iter)
-      exec <- exec_for(iter, b)
-      for (n in input.names) weft_ndarray_copy_to(b[[fields[[n]]]], exec$arg.arrays[[n]])
-      mx.exec.forward(exec, is.train = is.train)
-      if (is.train) {
-        mx.exec.backward(exec)
-        updater(params[trained], exec$grad.arrays[trained])
+      # Every field's last dim runs over the batch's sequences: each context gets a slice.
+      parts <- if (ndevice == 1) list(b) else {
+        slices <- .weft_batch_slices(utils::tail(dim(b[[fields[[1]]]]), 1), ndevice, fun)
+        lapply(slices, function(s) lapply(b, .weft_slice_samples, s = s, whole = FALSE))
       }
-      if (!is.null(metric)) state <- metric$update(as.array(label_of(b)), as.array(exec$outputs[[1]]), state)
+      used <- lapply(seq_len(ndevice), function(d) {
+        exec <- exec_for(iter, parts[[d]], d)
+        for (n in input.names) weft_ndarray_copy_to(parts[[d]][[fields[[n]]]], exec$arg.arrays[[n]])
+        mx.exec.forward(exec, is.train = is.train)
+        if (is.train) mx.exec.backward(exec)
+        exec
+      })
+      if (is.train) {
+        g <- used[[1]]$grad.arrays
+        for (e in used[-1]) for (n in trained) mx.nd.elemwise.add(g[[n]], mx.nd.copyto(e$grad.arrays[[n]], ctx), out = g[[n]])
+        updater(params[trained], g[trained])
+        for (d in seq_len(ndevice)[-1]) for (n in trained) weft_ndarray_copy_to(params[[n]], dev.params[[d]][[n]])
+      }
+      if (!is.null(metric)) {
+        for (d in seq_len(ndevice)) {
+          state <- metric$update(as.array(label_of(parts[[d]])), as.array(used[[d]]$outputs[[1]]), state)
+        }
+      }
       nbatch <- nbatch + 1
       if (is.train && !is.null(batch.end.callback)) {
         env$train.metric <- state
@@ -192,8 +226,13 @@ mx.model.buckets <- function(symbol, train.data, eval.data = NULL, metric = NULL
         message(sprintf("[%d] Validation-%s=%f", iteration, r$name, r$value))
       }
     }
+    # Auxiliary states (statistics each context gathered) averaged over the contexts.
+    avg.aux <- lapply(names(aux), function(n) {
+      if (ndevice == 1) return(mx.nd.copyto(aux[[n]], ctx))
+      Reduce(`+`, lapply(dev.aux, function(a) mx.nd.copyto(a[[n]], ctx))) / ndevice
+    })
     model <- structure(list(symbol = sym_ini, arg.params = .weft_copy_params(params[names(known)]),
-                            aux.params = .weft_copy_params(aux)), class = "MXFeedForwardModel")
+                            aux.params = stats::setNames(avg.aux, names(aux))), class = "MXFeedForwardModel")
     env$model <- model
     if (!is.null(epoch.end.callback) && identical(epoch.end.callback(iteration, 0, env, verbose), FALSE)) break
   }

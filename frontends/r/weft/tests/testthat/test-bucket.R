@@ -64,6 +64,15 @@ test_that("mx.model.buckets learns parameters shared by the buckets' executors",
                                  verbose = FALSE)
   expect_equal(as.numeric(as.array(per_bucket$arg.params$emb_weight)), w, tolerance = 1e-2)
   expect_error(mx.model.buckets(list("2" = net), it, num.round = 1, verbose = FALSE), "no symbol for bucket '3'")
+  # Over two contexts each batch is split and the summed gradients give the same updates.
+  fit <- function(ctx) {
+    mx.set.seed(3)
+    mx.model.buckets(net, mx.io.bucket.iter(buckets, batch.size = 25), num.round = 3, ctx = ctx,
+                     optimizer = mx.opt.create("sgd", learning.rate = 0.1, momentum = 0.5, rescale.grad = 1 / 25),
+                     initializer = mx.init.uniform(0.1), verbose = FALSE)
+  }
+  expect_equal(as.array(fit(list(mx.cpu(0), mx.cpu(1)))$arg.params$emb_weight),
+               as.array(fit(mx.cpu())$arg.params$emb_weight), tolerance = 1e-5)
   # fixed.params keeps a parameter at its start.
   start <- list(emb_weight = mx.nd.array(matrix(0, 1, vocab)))
   fixed <- mx.model.buckets(net, it, num.round = 1, arg.params = start, fixed.params = "emb_weight",

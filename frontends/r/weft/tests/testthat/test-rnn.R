@@ -48,6 +48,21 @@ test_that("an LSTM from rnn.graph learns over buckets to classify a sequence by 
   expect_equal(colSums(pred), rep(1, 400), tolerance = 1e-5)
   expect_gte(mean(max.col(t(pred)) - 1 == c(b4$label, b6$label)), 0.99)
   expect_error(mx.infer.rnn(list(a = 1), model), "expected a data iterator")
+  # Over two contexts: the initial states take each slice's batch size, and the summed
+  # gradients give the weights one context gives.
+  fit <- function(ctx) {
+    mx.set.seed(2)
+    mx.model.buckets(net, mx.io.bucket.iter(list("3" = mk(3, 80), "5" = mk(5, 80)), batch.size = 40), num.round = 2,
+                     optimizer = "sgd", learning.rate = 0.05, initializer = mx.init.Xavier(), ctx = ctx,
+                     verbose = FALSE)
+  }
+  set.seed(6)
+  one <- fit(mx.cpu())
+  set.seed(6)
+  two <- fit(list(mx.cpu(0), mx.cpu(1)))
+  for (n in names(one$arg.params)) {
+    expect_equal(as.array(two$arg.params[[n]]), as.array(one$arg.params[[n]]), tolerance = 1e-5)
+  }
 })
 
 test_that("a masked one-to-one GRU from rnn.graph learns to repeat each token", {
