@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/base/error.h"
+#include "core/engine/blocking.h"
 #include "core/engine/engine.h"
 
 namespace weft {
@@ -107,6 +108,69 @@ TEST(EngineBackpressure, OperationsPushingFromWorkersNeverWait) {
   EXPECT_EQ(inner.load(), 100);
   engine->DeleteVariable(nullptr, Context::CPU(), var);
   engine->DeleteVariable(nullptr, Context::CPU(), other);
+}
+
+TEST(EngineBackpressure, PushesOfAThreadServingRunningWorkNeverWait) {
+  // A custom operator's callback runs on a thread of its own while its operation holds the
+  // queue: its pushes must not wait behind that operation. Two gated operations fill a
+  // bound of 2; were the thread held at the bound, each of its pushes after one completed
+  // would wait for the stall rule (half a second): 20 pushes, several seconds.
+  auto engine = EngineWithLimit("2");
+  VarHandle var = engine->NewVariable();
+  std::atomic<bool> open{false};
+  for (int i = 0; i < 2; ++i) engine->PushSync([&](RunContext) { WaitFor(open); }, Context::CPU(), {}, {var});
+  std::atomic<int> ran{0};
+  double took = 0;
+  std::thread serving([&] {
+    SetPushesServeRunningWork(true);
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 20; ++i) engine->PushSync([&](RunContext) { ran++; }, Context::CPU(), {}, {});
+    took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  });
+  serving.join();
+  EXPECT_LT(took, 1.0);
+  open = true;
+  engine->WaitForAll();
+  EXPECT_EQ(ran.load(), 20);
+  engine->DeleteVariable(nullptr, Context::CPU(), var);
+}
+
+std::atomic<int> g_hook_enters{0};
+std::atomic<int> g_hook_leaves{0};
+void* CountEnter() {
+  g_hook_enters++;
+  return &g_hook_enters;
+}
+void CountLeave(void* token) {
+  EXPECT_EQ(token, &g_hook_enters);
+  g_hook_leaves++;
+}
+
+TEST(EngineBackpressure, WaitForRoomUnlockedWaitsWithTheHooksOnlyWhenAPushWould) {
+  auto engine = EngineWithLimit("4");
+  SetBlockingHooks(CountEnter, CountLeave);
+  g_hook_enters = 0;
+  g_hook_leaves = 0;
+  engine->WaitForRoomUnlocked();  // nothing queued: no wait, no hooks
+  EXPECT_EQ(g_hook_enters.load(), 0);
+  VarHandle var = engine->NewVariable();
+  std::atomic<bool> open{false};
+  for (int i = 0; i < 4; ++i) engine->PushSync([&](RunContext) { WaitFor(open); }, Context::CPU(), {}, {var});
+  std::atomic<bool> returned{false};
+  std::thread waiter([&] {
+    engine->WaitForRoomUnlocked();
+    returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(returned.load());  // the bound of 4 is reached: it waits
+  open = true;
+  waiter.join();
+  EXPECT_TRUE(returned.load());
+  EXPECT_EQ(g_hook_enters.load(), 1);
+  EXPECT_EQ(g_hook_leaves.load(), 1);
+  SetBlockingHooks(nullptr, nullptr);
+  engine->WaitForAll();
+  engine->DeleteVariable(nullptr, Context::CPU(), var);
 }
 
 TEST(EngineBackpressure, APoolWaitingOnItsPusherLetsThePushesThrough) {
