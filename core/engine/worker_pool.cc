@@ -1,7 +1,5 @@
 #include "core/engine/worker_pool.h"
 
-#include "core/engine/engine.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -9,6 +7,7 @@
 #include <utility>
 
 #include "core/base/error.h"
+#include "core/engine/engine.h"
 #include "core/profiler/profiler.h"
 
 #ifdef WEFT_USE_CUDA
