@@ -190,9 +190,8 @@ mx.model.buckets <- function(symbol, train.data, eval.data = NULL, metric = NULL
         exec
       })
       if (is.train) {
-        g <- used[[1]]$grad.arrays
-        for (e in used[-1]) for (n in trained) mx.nd.elemwise.add(g[[n]], mx.nd.copyto(e$grad.arrays[[n]], ctx), out = g[[n]])
-        updater(params[trained], g[trained])
+        .weft_sum_into_first(lapply(used, function(e) e$grad.arrays), trained, ctx)
+        updater(params[trained], used[[1]]$grad.arrays[trained])
         for (d in seq_len(ndevice)[-1]) for (n in trained) weft_ndarray_copy_to(params[[n]], dev.params[[d]][[n]])
       }
       if (!is.null(metric)) {
@@ -227,10 +226,7 @@ mx.model.buckets <- function(symbol, train.data, eval.data = NULL, metric = NULL
       }
     }
     # Auxiliary states (statistics each context gathered) averaged over the contexts.
-    avg.aux <- lapply(names(aux), function(n) {
-      if (ndevice == 1) return(mx.nd.copyto(aux[[n]], ctx))
-      Reduce(`+`, lapply(dev.aux, function(a) mx.nd.copyto(a[[n]], ctx))) / ndevice
-    })
+    avg.aux <- lapply(names(aux), function(n) .weft_mean_on(lapply(dev.aux, function(a) a[[n]]), ctx))
     model <- structure(list(symbol = sym_ini, arg.params = .weft_copy_params(params[names(known)]),
                             aux.params = stats::setNames(avg.aux, names(aux))), class = "MXFeedForwardModel")
     env$model <- model

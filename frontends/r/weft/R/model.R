@@ -171,6 +171,20 @@
   slices
 }
 
+# Adds every other context's gradients of `names` into the first context's (`grads`: one
+# list of gradient arrays per context, the first on `ctx`).
+.weft_sum_into_first <- function(grads, names, ctx) {
+  for (g in grads[-1]) {
+    for (n in names) mx.nd.elemwise.add(grads[[1]][[n]], mx.nd.copyto(g[[n]], ctx), out = grads[[1]][[n]])
+  }
+}
+
+# The mean of one array per context, on `ctx` (a copy there when there is one context).
+.weft_mean_on <- function(arrays, ctx) {
+  if (length(arrays) == 1) return(mx.nd.copyto(arrays[[1]], ctx))
+  Reduce(`+`, lapply(arrays, mx.nd.copyto, ctx = ctx)) / length(arrays)
+}
+
 # `a` (an MXNDArray whose last R dim runs over samples) cut to the samples of slice `s`.
 .weft_slice_samples <- function(a, s, whole) if (whole) a else mx.nd.slice.axis(a, axis = 0, begin = s[1], end = s[2])
 
@@ -263,10 +277,7 @@ mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = NULL, begin.r
   # The model's parameters: the weights (the same on every context) and the auxiliary
   # states (statistics each context gathered on its slices) averaged as MXNet does.
   extract <- function() {
-    aux <- lapply(names(exec$aux.arrays), function(n) {
-      if (ndevice == 1) return(mx.nd.copyto(exec$aux.arrays[[n]], ctx))
-      Reduce(`+`, lapply(execs, function(e) mx.nd.copyto(e$aux.arrays[[n]], ctx))) / ndevice
-    })
+    aux <- lapply(names(exec$aux.arrays), function(n) .weft_mean_on(lapply(execs, function(e) e$aux.arrays[[n]]), ctx))
     structure(list(symbol = symbol, arg.params = .weft_copy_params(exec$arg.arrays[param.names]),
                    aux.params = stats::setNames(aux, names(exec$aux.arrays))), class = "MXFeedForwardModel")
   }
@@ -285,12 +296,7 @@ mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = NULL, begin.r
         mx.exec.forward(execs[[i]], is.train = TRUE)
         mx.exec.backward(execs[[i]])
       }
-      if (ndevice > 1) {
-        for (n in trained) {
-          g <- exec$grad.arrays[[n]]
-          for (e in execs[-1]) mx.nd.elemwise.add(g, mx.nd.copyto(e$grad.arrays[[n]], ctx), out = g)
-        }
-      }
+      if (ndevice > 1) .weft_sum_into_first(lapply(execs, function(e) e$grad.arrays), trained, ctx)
       if (!is.null(kv)) kv$pushpull(trained, exec$grad.arrays[trained], exec$grad.arrays[trained])
       updater(exec$arg.arrays[trained], exec$grad.arrays[trained])
       for (e in execs[-1]) for (n in trained) weft_ndarray_copy_to(exec$arg.arrays[[n]], e$arg.arrays[[n]])
