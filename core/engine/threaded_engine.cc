@@ -301,7 +301,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     ErrorRef error;
     for (int pass = 0; pass < 2 && !error; ++pass)  // read variables first, then written ones
       for (uint32_t i = 0; i < n && !error; ++i)
-        if (slots[i].read == (pass == 0) && Pending(slots[i].var->error)) error = slots[i].var->error;
+        if (slots[i].read == (pass == 0) && slots[i].error_at_grant) error = slots[i].var->error;
 #ifdef WEFT_USE_CUDA
     if (!error) {
       try {
@@ -496,10 +496,12 @@ class ThreadedEngine final : public Engine, public BlockRunner {
       // As MXNet's engine: an error not raised yet on a read variable, else on a written
       // one (a random generator or workspace a failed operation wrote), is this
       // operation's. A wait that raises it then clears it for all of them at once.
+      // "Not raised yet" as of the grant (VarSlot::error_at_grant): a wait granted beside
+      // this operation may raise the error before a worker picks the operation up.
       for (int pass = 0; pass < 2 && !upstream; ++pass)
         for (uint32_t i = 0; i < blk->nslots && !upstream; ++i) {
           const VarSlot& s = blk->slots[i];
-          if (s.read == (pass == 0) && Pending(s.var->error)) upstream = s.var->error;
+          if (s.read == (pass == 0) && s.error_at_grant) upstream = s.var->error;
         }
     }
     if (upstream) {

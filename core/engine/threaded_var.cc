@@ -36,6 +36,7 @@ ThreadedVar::~ThreadedVar() {
 bool ThreadedVar::AppendLocked(VarSlot* slot) {
   slot->next = nullptr;
   if (GrantableLocked(slot->write)) {
+    slot->error_at_grant = Pending(error);
     if (slot->write) {
       write_running_ = true;
     } else {
@@ -69,12 +70,14 @@ void ThreadedVar::GrantFrontLocked(ReadyList* ready) {
     VarSlot* s = head_;
     head_ = s->next;
     ++running_reads_;
+    s->error_at_grant = Pending(error);
     Grant(s, ready);
   }
   if (head_ && running_reads_ == 0) {
     VarSlot* s = head_;
     head_ = s->next;
     write_running_ = true;
+    s->error_at_grant = Pending(error);
     Grant(s, ready);
   }
   if (head_ == nullptr) tail_ = nullptr;

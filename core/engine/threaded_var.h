@@ -75,6 +75,12 @@ struct VarSlot {
   ThreadedVar* var = nullptr;
   bool write = false;  // the operation writes the variable (perhaps reading it too)
   bool read = false;   // the operation reads the variable, so its error flows on
+  // The variable held an error not yet raised when it granted this slot. Taken at the
+  // grant, not when the operation runs: a wait granted with it may raise (and so mark
+  // reported) that error before the operation gets a worker, and the operation must still
+  // inherit it rather than run on a broken input. The variable's error cannot change while
+  // the grant is held, so the flag and var->error name the same record.
+  bool error_at_grant = false;
 };
 
 // Blocks whose last grant just came, in the order they became ready.

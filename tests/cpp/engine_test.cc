@@ -636,6 +636,39 @@ TEST_P(EngineTest, ExceptionIsRaisedAtTheNextWaitOnWhatItWrites) {
   ASSERT_TRUE(WaitAllWithin(seconds(30)));
 }
 
+// A reader granted while its input held an unraised error inherits that error even when a
+// wait raises it before the reader gets a worker (CI's ASan run once saw the reader run:
+// the error was checked when the reader ran, after the wait had marked it reported).
+TEST(ThreadedEngineTest, AReaderGrantedBeforeTheErrorWasRaisedInheritsIt) {
+  ScopedEnv workers("WEFT_CPU_WORKER_NTHREADS", "1");
+  std::unique_ptr<Engine> eng = CreateThreadedEngine();
+  VarHandle a = eng->NewVariable(), b = eng->NewVariable(), blocker = eng->NewVariable();
+  eng->PushSync([](RunContext) { throw Error(ErrorKind::kShape, "broken a"); }, Context::CPU(), {}, {a});
+  EXPECT_EQ(ErrorOf([&] { eng->WaitForAll(); }), "broken a");
+  // The error was raised by WaitForAll: write a fresh one, left unraised this time.
+  eng->PushSync([](RunContext) { throw Error(ErrorKind::kValue, "broken again"); }, Context::CPU(), {}, {a});
+  Gate gate;
+  std::promise<void> started;
+  eng->PushSync(
+      [&](RunContext) {
+        started.set_value();
+        gate.Wait();
+      },
+      Context::CPU(), {}, {blocker});
+  started.get_future().wait();
+  // Granted at once (nothing else holds a), then queued behind the blocker for the one worker.
+  bool reader_ran = false;
+  eng->PushSync([&](RunContext) { reader_ran = true; }, Context::CPU(), {a}, {b});
+  EXPECT_EQ(ErrorOf([&] { eng->WaitForVar(a); }), "broken again");
+  gate.Open();
+  EXPECT_EQ(ErrorOf([&] { eng->WaitForVar(b); }), "");
+  EXPECT_FALSE(reader_ran) << "the reader ran on an input whose error it was granted with";
+  EXPECT_EQ(ErrorOf([&] { eng->WaitForAll(); }), "");
+  for (VarHandle v : {a, b, blocker}) eng->DeleteVariable(nullptr, Context::CPU(), v);
+  eng->WaitForAll();
+  eng->Shutdown();
+}
+
 TEST_P(EngineTest, PendingErrorOnAWrittenVariableIsTheWritersToo) {
   // As MXNet's engine: `gen` stands for a random generator both samplers write. The second
   // sampler takes the first one's error (it does not run), and raising it through its
