@@ -22,6 +22,9 @@ packages=(
   r-cran-jsonlite r-cran-testthat
   # The neural-network operator tests compare with PyTorch's functions and autograd.
   python3-torch
+  # The image tests compare resizing with OpenCV's, whose arithmetic MXNet's image
+  # functions and iterators use.
+  python3-opencv
   # mx.viz draws graphs through graphviz (the Python package and the dot program).
   python3-graphviz graphviz
   # The documentation site (docs/, built by tools/build_docs.sh and its test) is Sphinx

@@ -25,6 +25,8 @@ void CheckImageAugParam(const ImageAugParam& p) {
                "max_aspect_ratio], so max_aspect_ratio must be < 1, got ",
                p.max_aspect_ratio);
   }
+  WEFT_CHECK(ValidInterMethod(p.inter_method), kValue, "ImageRecordIter: inter_method must be 0..4, 9 or 10, got ",
+             p.inter_method);
   const float* stds[3] = {&p.std_r, &p.std_g, &p.std_b};
   for (const float* s : stds) WEFT_CHECK(*s != 0, kValue, "ImageRecordIter: std_r/std_g/std_b must not be 0");
 }
@@ -93,6 +95,7 @@ AugPlan PlanAugment(const ImageAugParam& p, int src_h, int src_w, int out_h, int
   plan.brightness = jitter(p.brightness);
   plan.contrast = jitter(p.contrast);
   plan.saturation = jitter(p.saturation);
+  plan.inter_method = p.inter_method == 10 ? ChooseInterMethod(10, 0, 0, 0, 0, rng) : p.inter_method;
   return plan;
 }
 
@@ -116,7 +119,7 @@ void ApplyAugment(const ImageAugParam& p, const AugPlan& plan, const uint8_t* da
   Image res;
   ImageView view = crop;
   if (crop.width != out_w || crop.height != out_h) {
-    res = ResizeImage(crop, out_w, out_h, p.inter_method);
+    res = ResizeImage(crop, out_w, out_h, ChooseInterMethod(plan.inter_method, crop.width, crop.height, out_w, out_h, nullptr));
     view = ImageView::Of(res);
   }
   const float mean[3] = {p.mean_r, p.mean_g, p.mean_b};

@@ -74,8 +74,9 @@ WEFT_PARAM_SCHEMA(ImageAugParam, s) {
       .Describe("Normalize Param: file of the mean image, subtracted instead of mean_r/mean_g/mean_b. When the file "
                 "does not exist, the mean of the (augmented, normalised) images of the data set is computed on "
                 "creation and saved there as an NDArray file with the key \"mean_img\".");
-  s.Field("inter_method", &ImageAugParam::inter_method).Default(1).Range(0, 3)
-      .Describe("Augmentation Param: interpolation: 0 nearest, 1 bilinear, 2 bicubic, 3 area.");
+  s.Field("inter_method", &ImageAugParam::inter_method).Default(1)
+      .Describe("Augmentation Param: interpolation: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos, 9 auto "
+                "(bicubic to enlarge, area to shrink, else bilinear), 10 one of 0..4 at random per image.");
 }
 
 // What one sample's augmentation does, drawn before decoding. The crop window is in the
@@ -84,6 +85,7 @@ struct AugPlan {
   double x = 0, y = 0, w = 0, h = 0;
   bool mirror = false;
   float brightness = 1.f, contrast = 1.f, saturation = 1.f;
+  int inter_method = 1;  // the parameter's, with 10 (random) drawn already
 };
 
 // Checks the parameters' consistency; kValue naming the parameter otherwise.

@@ -16,6 +16,7 @@
 
 #include "core/base/error.h"
 #include "core/base/limits.h"
+#include "core/op/nn/resample.h"
 
 namespace weft {
 namespace io {
@@ -323,90 +324,27 @@ std::string EncodeJpeg(const ImageView& img, int quality, bool is_bgr) {
 
 // ---------------------------------------------------------------- resize
 
-// Separable resampling: for every output coordinate, `k` source indices (already clamped to
-// the image) and their weights.
-struct Taps {
-  int k = 1;
-  std::vector<int> idx;
-  std::vector<float> w;
-};
-
-float CubicWeight(float x) {
-  // Keys' kernel with a = -0.75, as cv2.
-  const float a = -0.75f;
-  x = std::fabs(x);
-  if (x <= 1.f) return ((a + 2.f) * x - (a + 3.f)) * x * x + 1.f;
-  if (x < 2.f) return ((a * x - 5.f * a) * x + 8.f * a) * x - 4.f * a;
-  return 0.f;
-}
-
-Taps MakeTaps(int in, int out, int interp) {
-  Taps t;
-  const double scale = static_cast<double>(in) / out;
-  auto clampi = [in](int i) { return std::min(std::max(i, 0), in - 1); };
-  if (interp == 3 && scale > 1.0) {
-    // Area: each output pixel averages the source interval it covers, with fractional
-    // weights at the ends.
-    t.k = static_cast<int>(std::ceil(scale)) + 1;
-    t.idx.assign(static_cast<size_t>(out) * t.k, 0);
-    t.w.assign(static_cast<size_t>(out) * t.k, 0.f);
-    for (int d = 0; d < out; ++d) {
-      double s0 = d * scale, s1 = std::min((d + 1) * scale, static_cast<double>(in));
-      int first = static_cast<int>(std::floor(s0));
-      for (int j = 0; j < t.k; ++j) {
-        int i = first + j;
-        double lo = std::max(s0, static_cast<double>(i)), hi = std::min(s1, static_cast<double>(i + 1));
-        t.idx[d * t.k + j] = clampi(i);
-        t.w[d * t.k + j] = hi > lo ? static_cast<float>((hi - lo) / (s1 - s0)) : 0.f;
-      }
-    }
-    return t;
-  }
+// Separable resampling along one axis, as op::ResampleTaps: for every output coordinate,
+// `k` source indices (already clamped to the image) and their weights. Nearest takes the
+// source cell floor(d * in / out) and bilinear the half-pixel centres, as cv2; bicubic,
+// area and Lanczos are the resizing operators' taps (the same arithmetic as _image_resize
+// on float images), `shrink` saying that neither axis grows (where cv2's area averages).
+op::ResampleTaps MakeTaps(int in, int out, int interp, bool shrink) {
+  if (interp >= 2) return op::KernelOrAreaTaps(in, out, interp, shrink);
+  op::ResampleTaps t;
   if (interp == 0) {
-    t.k = 1;
-    t.idx.resize(out);
-    t.w.assign(out, 1.f);
-    for (int d = 0; d < out; ++d) t.idx[d] = clampi(static_cast<int>(std::floor(d * scale)));
+    const double scale = static_cast<double>(in) / out;
+    for (int d = 0; d < out; ++d)
+      t.idx.push_back(std::min(static_cast<int64_t>(std::floor(d * scale)), static_cast<int64_t>(in) - 1));
+    t.w.assign(static_cast<size_t>(out), 1.f);
     return t;
   }
-  if (interp == 2) {
-    t.k = 4;
-    t.idx.resize(static_cast<size_t>(out) * 4);
-    t.w.resize(static_cast<size_t>(out) * 4);
-    for (int d = 0; d < out; ++d) {
-      double f = (d + 0.5) * scale - 0.5;
-      int s = static_cast<int>(std::floor(f));
-      float fx = static_cast<float>(f - s);
-      float sum = 0.f;
-      for (int j = 0; j < 4; ++j) {
-        t.idx[d * 4 + j] = clampi(s - 1 + j);
-        t.w[d * 4 + j] = CubicWeight(fx - (j - 1));
-        sum += t.w[d * 4 + j];
-      }
-      for (int j = 0; j < 4; ++j) t.w[d * 4 + j] /= sum;
-    }
-    return t;
-  }
-  // Bilinear (and area when enlarging, where cv2 also interpolates).
   t.k = 2;
-  t.idx.resize(static_cast<size_t>(out) * 2);
-  t.w.resize(static_cast<size_t>(out) * 2);
-  for (int d = 0; d < out; ++d) {
-    double f = (d + 0.5) * scale - 0.5;
-    int s = static_cast<int>(std::floor(f));
-    float fx = static_cast<float>(f - s);
-    if (s < 0) {
-      s = 0;
-      fx = 0.f;
-    }
-    if (s >= in - 1) {
-      s = in - 1;
-      fx = 0.f;
-    }
-    t.idx[d * 2] = s;
-    t.idx[d * 2 + 1] = clampi(s + 1);
-    t.w[d * 2] = 1.f - fx;
-    t.w[d * 2 + 1] = fx;
+  for (const op::LinearTap& l : op::LinearTaps(in, out, false, false)) {
+    t.idx.push_back(l.i0);
+    t.idx.push_back(l.i1);
+    t.w.push_back(l.w0);
+    t.w.push_back(l.w1);
   }
   return t;
 }
@@ -475,19 +413,21 @@ Image ResizeImage(const ImageView& src, int out_width, int out_height, int inter
   WEFT_CHECK(out_width > 0 && out_height > 0, kValue, "image resize: target size must be positive, got ", out_width, "x",
              out_height);
   WEFT_CHECK(src.width > 0 && src.height > 0, kValue, "image resize: empty source image");
-  WEFT_CHECK(interp >= 0 && interp <= 3, kValue,
-             "image resize: interp must be 0 (nearest), 1 (bilinear), 2 (bicubic) or 3 (area), got ", interp);
+  WEFT_CHECK(interp >= 0 && interp <= 4, kValue,
+             "image resize: interp must be 0 (nearest), 1 (bilinear), 2 (bicubic), 3 (area) or 4 (Lanczos), got ",
+             interp);
   const int c = src.channels;
   Image out;
   out.height = out_height;
   out.width = out_width;
   out.channels = c;
   out.data.resize(static_cast<size_t>(out_height) * out_width * c);
-  const Taps tx = MakeTaps(src.width, out_width, interp);
-  const Taps ty = MakeTaps(src.height, out_height, interp);
+  const bool shrink = out_width <= src.width && out_height <= src.height;
+  const op::ResampleTaps tx = MakeTaps(src.width, out_width, interp, shrink);
+  const op::ResampleTaps ty = MakeTaps(src.height, out_height, interp, shrink);
   // Horizontal pass over the source rows the vertical pass reads, kept as floats.
   std::vector<char> used(src.height, 0);
-  for (int i : ty.idx) used[i] = 1;
+  for (int64_t i : ty.idx) used[static_cast<size_t>(i)] = 1;
   const size_t tmp_row = static_cast<size_t>(out_width) * c;
   std::vector<float> tmp(static_cast<size_t>(src.height) * tmp_row);
   for (int y = 0; y < src.height; ++y) {
@@ -495,7 +435,7 @@ Image ResizeImage(const ImageView& src, int out_width, int out_height, int inter
     const uint8_t* s = src.data + src.stride * y;
     float* d = tmp.data() + tmp_row * y;
     for (int x = 0; x < out_width; ++x) {
-      const int* ix = &tx.idx[static_cast<size_t>(x) * tx.k];
+      const int64_t* ix = &tx.idx[static_cast<size_t>(x) * tx.k];
       const float* wx = &tx.w[static_cast<size_t>(x) * tx.k];
       for (int ch = 0; ch < c; ++ch) {
         float acc = 0.f;
@@ -505,7 +445,7 @@ Image ResizeImage(const ImageView& src, int out_width, int out_height, int inter
     }
   }
   for (int y = 0; y < out_height; ++y) {
-    const int* iy = &ty.idx[static_cast<size_t>(y) * ty.k];
+    const int64_t* iy = &ty.idx[static_cast<size_t>(y) * ty.k];
     const float* wy = &ty.w[static_cast<size_t>(y) * ty.k];
     uint8_t* d = out.row(y);
     for (size_t x = 0; x < tmp_row; ++x) {
@@ -515,6 +455,19 @@ Image ResizeImage(const ImageView& src, int out_width, int out_height, int inter
     }
   }
   return out;
+}
+
+bool ValidInterMethod(int method) { return (method >= 0 && method <= 4) || method == 9 || method == 10; }
+
+int ChooseInterMethod(int method, int old_w, int old_h, int new_w, int new_h, std::mt19937* rng) {
+  WEFT_CHECK(ValidInterMethod(method), kValue, "inter_method must be 0..4, 9 or 10, got ", method);
+  if (method == 9) {
+    if (new_w > old_w && new_h > old_h) return 2;
+    if (new_w < old_w && new_h < old_h) return 3;
+    return 1;
+  }
+  if (method == 10) return std::uniform_int_distribution<int>(0, 4)(*rng);
+  return method;
 }
 
 }  // namespace io

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -43,9 +44,15 @@ void PeekImageSize(const void* data, size_t size, int* height, int* width, int* 
 // 0..9 as cv2 does). `is_bgr` says the 3/4-channel input is in OpenCV order.
 std::string EncodeImage(const ImageView& img, const std::string& format, int quality, bool is_bgr = false);
 
-// interp as cv2: 0 nearest, 1 bilinear, 2 bicubic, 3 area. Sampling centres follow cv2
-// (half-pixel), so results agree with cv2.resize to within rounding.
+// interp as cv2: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos (8 taps). Sampling
+// centres follow cv2 (half-pixel), so results agree with cv2.resize to within rounding.
 Image ResizeImage(const ImageView& src, int out_width, int out_height, int interp = 1);
+
+// MXNet's inter_method (its image iterators' parameter) as one of ResizeImage's: 0..4 as
+// they are; 9 (auto) bicubic when both sides grow, area when both shrink, else bilinear;
+// 10 (random) one of 0..4 drawn from *rng. Anything else is refused (kValue).
+bool ValidInterMethod(int method);
+int ChooseInterMethod(int method, int old_w, int old_h, int new_w, int new_h, std::mt19937* rng);
 
 }  // namespace io
 }  // namespace weft

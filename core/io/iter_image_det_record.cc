@@ -178,7 +178,7 @@ WEFT_PARAM_SCHEMA(DetAugParam, s) {
       .Describe("Augmentation Param: probability of a left-right flip.");
   s.Field("fill_value", &DetAugParam::fill_value).Default(127).Describe("Augmentation Param: colour value of padding.");
   s.Field("inter_method", &DetAugParam::inter_method).Default(1)
-      .Describe("Augmentation Param: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos (done as bicubic), 9 auto "
+      .Describe("Augmentation Param: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos, 9 auto "
                 "(bicubic to enlarge, area to shrink, else bilinear), 10 random.");
   s.Field("resize_mode", &DetAugParam::resize_mode).Default("force").Choices({"force", "shrink", "fit"})
       .Describe("Augmentation Param: how the image fits data_shape. force: resized to it; shrink: shrunk to fit "
@@ -334,7 +334,7 @@ void ExpandPerSampler(std::vector<double>* v, int n, const char* name) {
 }
 
 DetAugParam CheckDetAug(DetAugParam p) {
-  WEFT_CHECK((p.inter_method >= 0 && p.inter_method <= 4) || p.inter_method == 9 || p.inter_method == 10, kValue,
+  WEFT_CHECK(ValidInterMethod(p.inter_method), kValue,
              kIter, ": inter_method must be 0..4, 9 or 10, got ", p.inter_method);
   WEFT_CHECK(p.mean_img.empty(), kUnsupported, kIter, ": mean_img is not supported; give mean_r/mean_g/mean_b");
   const int n = p.num_crop_sampler;
@@ -363,21 +363,11 @@ DetAugParam CheckDetAug(DetAugParam p) {
   return p;
 }
 
-int InterMethod(int m, int old_w, int old_h, int new_w, int new_h, std::mt19937* rng) {
-  if (m == 9) {
-    if (new_w > old_w && new_h > old_h) return 2;
-    if (new_w < old_w && new_h < old_h) return 3;
-    return 1;
-  }
-  if (m == 10) m = std::uniform_int_distribution<int>(0, 4)(*rng);
-  return m == 4 ? 2 : m;  // Lanczos is not among the resamplers: bicubic is the nearest kind
-}
-
 Image Resized(const Image& im, int w, int h, int method, std::mt19937* rng) {
   w = std::max(w, 1);
   h = std::max(h, 1);
   if (w == im.width && h == im.height) return im;
-  return ResizeImage(ImageView::Of(im), w, h, InterMethod(method, im.width, im.height, w, h, rng));
+  return ResizeImage(ImageView::Of(im), w, h, ChooseInterMethod(method, im.width, im.height, w, h, rng));
 }
 
 // OpenCV's 8-bit RGB <-> HLS (H in [0, 180), L and S in [0, 255]), rounding half to even as

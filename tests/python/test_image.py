@@ -95,6 +95,69 @@ def test_resize_matches_torch(interp, mode, size):
     assert np.abs(ours.astype(int) - ref).max() <= 1, mode
 
 
+def _lanczos4_reference(img, w, h):
+    """OpenCV's INTER_LANCZOS4 written out from its definition: 8 taps around the half-pixel
+    source position, weights sinc(d) * sinc(d / 4) normalised per output cell, edges
+    replicated; separable (rows, then columns), in float64."""
+    def matrix(n_in, n_out):
+        m = np.zeros((n_out, n_in))
+        for o in range(n_out):
+            f = (o + 0.5) * n_in / n_out - 0.5
+            s = int(np.floor(f))
+            taps = np.arange(s - 3, s + 5)
+            wts = np.sinc(f - taps) * np.sinc((f - taps) / 4)
+            for t, wt in zip(np.clip(taps, 0, n_in - 1), wts / wts.sum()):
+                m[o, t] += wt
+        return m
+    x = img.astype(np.float64)
+    return np.einsum("yh,hwc,xw->yxc", matrix(img.shape[0], h), x, matrix(img.shape[1], w))
+
+
+@pytest.mark.parametrize("size", [(61, 45), (13, 9), (30, 50), (30, 24)])
+def test_lanczos_resize_matches_its_definition(size):
+    # interp=4 is MXNet's (OpenCV's) Lanczos: the float operator to float precision, uint8
+    # images (the decoder's resize) to rounding; resizing to the same size changes nothing.
+    img = photo_like(24, 30, seed=6)
+    w, h = size
+    ref = _lanczos4_reference(img, w, h)
+    out = weft.nd.image.resize(weft.nd.array(img.astype(np.float32)), size=(w, h), interp=4).asnumpy()
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-3)
+    u8 = weft.image.imresize(weft.nd.array(img, dtype=np.uint8), w, h, interp=4).asnumpy()
+    assert u8.dtype == np.uint8
+    assert np.abs(u8.astype(np.float64) - np.clip(np.round(ref), 0, 255)).max() <= 1
+    if size == (30, 24):
+        np.testing.assert_array_equal(u8, img)
+
+
+@pytest.mark.parametrize("interp", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("size", [(80, 61), (20, 15), (30, 50), (53, 18)])
+def test_uint8_and_float_resizes_agree(interp, size):
+    # The decoder's uint8 resize (imresize, ImageRecordIter) and the float operator are one
+    # resampling: enlarging or stretching with area (interp=3) interpolates as OpenCV's, it
+    # does not average (the uint8 path was 65-106 grey levels off there before).
+    img = photo_like(37, 53, seed=2)
+    w, h = size
+    u8 = weft.image.imresize(weft.nd.array(img, dtype=np.uint8), w, h, interp=interp).asnumpy()
+    f32 = weft.nd.image.resize(weft.nd.array(img.astype(np.float32)), size=(w, h), interp=interp).asnumpy()
+    assert np.abs(u8.astype(np.float64) - np.clip(np.round(f32), 0, 255)).max() <= 1
+
+
+@pytest.mark.parametrize("interp", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("size", [(80, 61), (20, 15), (30, 50), (53, 18)])
+def test_resize_matches_opencv(interp, size):
+    # MXNet resizes with OpenCV: the same cells, taps and weights (uint8 within OpenCV's
+    # fixed-point rounding, float to float precision).
+    cv2 = pytest.importorskip("cv2")
+    img = photo_like(37, 53, seed=3)
+    w, h = size
+    ref = cv2.resize(img, (w, h), interpolation=interp)
+    u8 = weft.image.imresize(weft.nd.array(img, dtype=np.uint8), w, h, interp=interp).asnumpy()
+    assert np.abs(u8.astype(int) - ref.astype(int)).max() <= 1
+    ref_f = cv2.resize(img.astype(np.float32), (w, h), interpolation=interp)
+    f32 = weft.nd.image.resize(weft.nd.array(img.astype(np.float32)), size=(w, h), interp=interp).asnumpy()
+    np.testing.assert_allclose(f32, ref_f, rtol=1e-5, atol=2e-3)
+
+
 def test_image_errors():
     with pytest.raises(weft.base.WeftIOError, match="neither JPEG"):
         weft.image.imdecode(b"GIF89a....")
@@ -106,6 +169,8 @@ def test_image_errors():
     img = weft.nd.array(photo_like(8, 8), dtype=np.uint8)
     with pytest.raises(weft.base.WeftValueError, match="interp"):
         weft.image.imresize(img, 4, 4, interp=7)
+    with pytest.raises(ValueError, match="0-4, 9 auto or 10 random"):
+        weft.image.ResizeAug(4, interp=5)(img)
     with pytest.raises(weft.base.MXNetError, match="interp"):
         weft.image.imresize(weft.nd.ones((4, 4, 3)), 2, 2, interp=7)
 
@@ -270,6 +335,43 @@ def test_image_record_iter_random_augment_is_seeded(tmp_path):
     assert ignored.data[0].shape == (2, 3, 24, 24)
     with pytest.raises(weft.MXNetError, match="min_random_area"):
         first_batch(1, max_random_area=0.1)
+
+
+def test_image_record_iter_inter_methods(tmp_path):
+    # MXNet's inter_method: 0-4 as cv2's, 9 auto (area when both sides shrink), 10 one of
+    # 0-4 per image; anything else is refused when the iterator is made.
+    wio = pytest.importorskip("weft.io")
+    if not hasattr(wio, "ImageRecordIter"):
+        pytest.skip("weft.io has no ImageRecordIter in this build")
+    path = str(tmp_path / "r.rec")
+    w = recordio.MXRecordIO(path, "w")
+    imgs = [photo_like(40, 60, seed=20 + i) for i in range(8)]
+    for i, img in enumerate(imgs):
+        w.write(recordio.pack_img((0, float(i), i, 0), img, img_fmt=".png"))
+    w.close()
+
+    def resized(img, interp):
+        rgb = weft.nd.array(np.ascontiguousarray(img[:, :, ::-1]), dtype=np.uint8)
+        return weft.image.imresize(rgb, 30, 20, interp=interp).asnumpy().transpose(2, 0, 1).astype(np.float32)
+
+    def batch(method, **kw):
+        it = wio.ImageRecordIter(path_imgrec=path, data_shape=(3, 20, 30), batch_size=8, resize=20,
+                                 inter_method=method, **kw)
+        return it.next().data[0].asnumpy()
+
+    for method, interp in ((4, 4), (2, 2), (9, 3)):
+        got = batch(method)
+        for k, img in enumerate(imgs):
+            np.testing.assert_array_equal(got[k], resized(img, interp), err_msg="inter_method=%d" % method)
+    drawn = batch(10, seed=3)
+    picks = []
+    for k, img in enumerate(imgs):
+        picks.append([i for i in range(5) if np.array_equal(drawn[k], resized(img, i))])
+        assert picks[-1], "image %d matches none of the five methods" % k
+    assert len({p[0] for p in picks}) > 1  # drawn per image
+    np.testing.assert_array_equal(drawn, batch(10, seed=3))
+    with pytest.raises(weft.MXNetError, match="inter_method must be 0..4, 9 or 10, got 5"):
+        batch(5)
 
 
 def test_resize_short_and_center_crop():

@@ -1,8 +1,8 @@
 // _image_resize: resizes an image (H, W, C) or batch (N, H, W, C) to size = (width, height),
 // or with one size to a square, or with keep_ratio to that size on the short edge (the long
 // one scaled in proportion, rounded down). interp as OpenCV's: 0 nearest (source cell
-// floor(o * in / out)), 1 bilinear (half-pixel centres), 2 bicubic, 3 area (resample.h);
-// 4 (Lanczos) is refused. Integer images round the interpolated value to the nearest one and
+// floor(o * in / out)), 1 bilinear (half-pixel centres), 2 bicubic, 3 area, 4 Lanczos
+// (resample.h). Integer images round the interpolated value to the nearest one and
 // saturate (OpenCV's fixed-point arithmetic may differ by 1). The output keeps the input's
 // dtype. As in MXNet, there is no gradient.
 #include <cmath>
@@ -27,7 +27,7 @@ WEFT_PARAM_SCHEMA(ImageResizeParam, s) {
       .Describe("With one size: resize the short edge to it and keep the aspect ratio, instead of both edges.");
   s.Field("interp", &ImageResizeParam::interp)
       .Default(1)
-      .Describe("Interpolation as OpenCV's: 0 nearest, 1 bilinear, 2 bicubic, 3 area (4, Lanczos, is not supported).");
+      .Describe("Interpolation as OpenCV's: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos (8 taps).");
 }
 
 namespace image {
@@ -41,9 +41,9 @@ std::pair<int64_t, int64_t> ResizedTo(const NodeAttrs& attrs, int64_t h, int64_t
           p.size.ToString());
   for (int64_t v : p.size)
     if (v <= 0) Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': size must be positive, got ", p.size.ToString());
-  if (p.interp < 0 || p.interp > 3)
-    Throw(ErrorKind::kUnsupported, "Operator '", attrs.op->name, "': interp=", p.interp,
-          " is not supported; expected 0 (nearest), 1 (bilinear), 2 (bicubic) or 3 (area)");
+  if (p.interp < 0 || p.interp > 4)
+    Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': interp=", p.interp,
+          " is not an interpolation; expected 0 (nearest), 1 (bilinear), 2 (bicubic), 3 (area) or 4 (Lanczos)");
   if (p.size.ndim() == 2) return {p.size[1], p.size[0]};
   const int64_t s = p.size[0];
   if (!p.keep_ratio) return {s, s};
@@ -97,7 +97,7 @@ void Resize(const Shape& s, const Shape& o, int interp, const T* x, T* y) {
   }
   if (interp >= 2) {
     const bool shrink = h <= H && w <= W;
-    const ResampleTaps ty = CubicOrAreaTaps(H, h, interp, shrink), tx = CubicOrAreaTaps(W, w, interp, shrink);
+    const ResampleTaps ty = KernelOrAreaTaps(H, h, interp, shrink), tx = KernelOrAreaTaps(W, w, interp, shrink);
     ParallelFor(n * h, ItemGrain(w * C * ty.k * tx.k), [&](int64_t qb, int64_t qe) {
       for (int64_t q = qb; q < qe; ++q) {
         const int64_t b = q / h, i = q % h;

@@ -1,5 +1,5 @@
 // Interpolation taps along one axis, shared by the resizing operators
-// (_contrib_BilinearResize2D, _image_resize).
+// (_contrib_BilinearResize2D, _image_resize) and the image decoder's resize (core/io).
 #pragma once
 
 #include <algorithm>
@@ -64,11 +64,23 @@ inline float CubicKernel(float x) {
   return 0.0f;
 }
 
-// interp as OpenCV's: 2 bicubic (four taps around the half-pixel source position); 3 area,
+// Lanczos with a = 4 (OpenCV's INTER_LANCZOS4): sinc(x) * sinc(x / 4) on |x| < 4, with
+// sinc(u) = sin(pi u) / (pi u).
+inline float Lanczos4Kernel(double x) {
+  x = std::fabs(x);
+  if (x < 1e-9) return 1.0f;
+  if (x >= 4.0) return 0.0f;
+  const double px = 3.14159265358979323846 * x;
+  return static_cast<float>(4.0 * std::sin(px) * std::sin(px / 4.0) / (px * px));
+}
+
+// interp as OpenCV's: 2 bicubic (four taps around the half-pixel source position); 4
+// Lanczos (eight taps, weights normalised to sum to one, as OpenCV's; like its bicubic it
+// does not widen when shrinking); 3 area,
 // which averages the source interval each output cell covers when `shrink` (OpenCV takes
 // that path only when neither axis grows) and otherwise interpolates linearly between the
 // two cells around the boundary an output cell's end falls on.
-inline ResampleTaps CubicOrAreaTaps(int64_t in, int64_t out, int interp, bool shrink) {
+inline ResampleTaps KernelOrAreaTaps(int64_t in, int64_t out, int interp, bool shrink) {
   ResampleTaps t;
   const double scale = static_cast<double>(in) / static_cast<double>(out);
   auto clamp = [in](int64_t i) { return std::min<int64_t>(std::max<int64_t>(i, 0), in - 1); };
@@ -81,6 +93,21 @@ inline ResampleTaps CubicOrAreaTaps(int64_t in, int64_t out, int interp, bool sh
       for (int j = 0; j < 4; ++j) {
         t.idx.push_back(clamp(s - 1 + j));
         t.w.push_back(CubicKernel(frac - static_cast<float>(j - 1)));
+      }
+    }
+    return t;
+  }
+  if (interp == 4) {
+    t.k = 8;
+    for (int64_t o = 0; o < out; ++o) {
+      const double f = (static_cast<double>(o) + 0.5) * scale - 0.5;
+      const int64_t s = static_cast<int64_t>(std::floor(f));
+      const double frac = f - static_cast<double>(s);
+      float w[8], sum = 0.0f;
+      for (int j = 0; j < 8; ++j) sum += w[j] = Lanczos4Kernel(frac - static_cast<double>(j - 3));
+      for (int j = 0; j < 8; ++j) {
+        t.idx.push_back(clamp(s - 3 + j));
+        t.w.push_back(w[j] / sum);
       }
     }
     return t;

@@ -86,7 +86,7 @@ func CSVIter(dataCsv string, dataShape []int, batchSize int, opts ...Option) (*w
 //   - WithRandomContrastProb(float64): Augmentation Param: probability of a contrast change. (default 0)
 //   - WithRandMirrorProb(float64): Augmentation Param: probability of a left-right flip. (default 0)
 //   - WithFillValue(int): Augmentation Param: colour value of padding. (default 127)
-//   - WithInterMethod(int): Augmentation Param: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos (done as bicubic), 9 auto (bicubic to enlarge, area to shrink, else bilinear), 10 random. (default 1)
+//   - WithInterMethod(int): Augmentation Param: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos, 9 auto (bicubic to enlarge, area to shrink, else bilinear), 10 random. (default 1)
 //   - WithResizeMode(string): Augmentation Param: how the image fits data_shape. force: resized to it; shrink: shrunk to fit inside it, keeping the aspect ratio; fit: scaled to fit inside it, keeping the aspect ratio. (default force)
 //   - WithMeanImg(string): Normalize Param: a mean image file (not supported; use mean_r/g/b/a). (default none)
 //   - WithMeanR(float64): Normalize Param: mean of the R channel. (default 0)
@@ -151,7 +151,7 @@ func ImageDetRecordIter(dataShape []int, batchSize int, opts ...Option) (*weft.D
 //   - WithStdB(float64): Normalize Param: std of the B channel. (default 1)
 //   - WithScale(float64): Normalize Param: multiplier after normalisation. (default 1)
 //   - WithMeanImg(string): Normalize Param: file of the mean image, subtracted instead of mean_r/mean_g/mean_b. When the file does not exist, the mean of the (augmented, normalised) images of the data set is computed on creation and saved there as an NDArray file with the key "mean_img". (default none)
-//   - WithInterMethod(int): Augmentation Param: interpolation: 0 nearest, 1 bilinear, 2 bicubic, 3 area. (default 1)
+//   - WithInterMethod(int): Augmentation Param: interpolation: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos, 9 auto (bicubic to enlarge, area to shrink, else bilinear), 10 one of 0..4 at random per image. (default 1)
 //   - WithPrefetchBuffer(int): Batches prepared ahead on a background thread (0 loads in the caller's thread) (default 4)
 func ImageRecordIter(pathImgrec string, dataShape []int, batchSize int, opts ...Option) (*weft.DataIter, error) {
 	c := newCall(opts)
@@ -276,7 +276,7 @@ func WithImage(v string) Option {
 }
 
 // WithInterMethod sets the parameter inter_method.
-// Augmentation Param: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos (done as bicubic), 9 auto (bicubic to enlarge, area to shrink, else bilinear), 10 random.
+// Augmentation Param: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos, 9 auto (bicubic to enlarge, area to shrink, else bilinear), 10 random.
 func WithInterMethod(v int) Option {
 	return param("inter_method", v)
 }

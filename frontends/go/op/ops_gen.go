@@ -7084,7 +7084,7 @@ func SymInternalImageRandomSaturation(data *weft.Symbol, minFactor float64, maxF
 // Options:
 //   - WithSize([]int): Size of the new image: (width, height) or (size). (default ())
 //   - WithKeepRatio(bool): With one size: resize the short edge to it and keep the aspect ratio, instead of both edges. (default False)
-//   - WithInterp(int): Interpolation as OpenCV's: 0 nearest, 1 bilinear, 2 bicubic, 3 area (4, Lanczos, is not supported). (default 1)
+//   - WithInterp(int): Interpolation as OpenCV's: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos (8 taps). (default 1)
 func InternalImageResize(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opInternalImageResize, data)
@@ -7100,7 +7100,7 @@ func InternalImageResize(data *weft.NDArray, opts ...Option) (*weft.NDArray, err
 // Options:
 //   - WithSize([]int): Size of the new image: (width, height) or (size). (default ())
 //   - WithKeepRatio(bool): With one size: resize the short edge to it and keep the aspect ratio, instead of both edges. (default False)
-//   - WithInterp(int): Interpolation as OpenCV's: 0 nearest, 1 bilinear, 2 bicubic, 3 area (4, Lanczos, is not supported). (default 1)
+//   - WithInterp(int): Interpolation as OpenCV's: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos (8 taps). (default 1)
 func SymInternalImageResize(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalImageResize, []string{"data"}, data)
@@ -15233,7 +15233,7 @@ func WithInlineLimit(v int) Option {
 }
 
 // WithInterp sets the parameter interp.
-// Interpolation as OpenCV's: 0 nearest, 1 bilinear, 2 bicubic, 3 area (4, Lanczos, is not supported).
+// Interpolation as OpenCV's: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos (8 taps).
 func WithInterp(v int) Option {
 	return param("interp", v)
 }

@@ -88,7 +88,7 @@ Each record's label is [header_width, object_width, header..., (class, xmin, ymi
 - `random_contrast_prob` (float; default `0`): Augmentation Param: probability of a contrast change.
 - `rand_mirror_prob` (float; default `0`): Augmentation Param: probability of a left-right flip.
 - `fill_value` (int; default `127`): Augmentation Param: colour value of padding.
-- `inter_method` (int; default `1`): Augmentation Param: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos (done as bicubic), 9 auto (bicubic to enlarge, area to shrink, else bilinear), 10 random.
+- `inter_method` (int; default `1`): Augmentation Param: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos, 9 auto (bicubic to enlarge, area to shrink, else bilinear), 10 random.
 - `resize_mode` ({'force', 'shrink', 'fit'}; default `force`): Augmentation Param: how the image fits data_shape. force: resized to it; shrink: shrunk to fit inside it, keeping the aspect ratio; fit: scaled to fit inside it, keeping the aspect ratio.
 - `mean_img` (string; default `\"\"`): Normalize Param: a mean image file (not supported; use mean_r/g/b/a).
 - `mean_r` (float; default `0`): Normalize Param: mean of the R channel.
@@ -157,7 +157,7 @@ Reads JPEG/PNG image records, decodes and augments them on preprocess_threads th
 - `std_b` (float; default `1`): Normalize Param: std of the B channel.
 - `scale` (float; default `1`): Normalize Param: multiplier after normalisation.
 - `mean_img` (string; default `\"\"`): Normalize Param: file of the mean image, subtracted instead of mean_r/mean_g/mean_b. When the file does not exist, the mean of the (augmented, normalised) images of the data set is computed on creation and saved there as an NDArray file with the key \"mean_img\".
-- `inter_method` (int, in [0, 3]; default `1`): Augmentation Param: interpolation: 0 nearest, 1 bilinear, 2 bicubic, 3 area.
+- `inter_method` (int; default `1`): Augmentation Param: interpolation: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos, 9 auto (bicubic to enlarge, area to shrink, else bilinear), 10 one of 0..4 at random per image.
 - `prefetch_buffer` (int, in [0, 1024]; default `4`): Batches prepared ahead on a background thread (0 loads in the caller's thread)
 
 Also `data_name` and `label_name` (Symbols; default the iterator's own names) name

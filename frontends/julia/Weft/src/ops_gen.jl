@@ -4088,7 +4088,7 @@ Resizes an image (H, W, C) or batch (N, H, W, C) to size (width, height), or one
 # Parameters
 - `size` (Shape(tuple); default `()`): Size of the new image: (width, height) or (size).
 - `keep_ratio` (boolean; default `False`): With one size: resize the short edge to it and keep the aspect ratio, instead of both edges.
-- `interp` (int; default `1`): Interpolation as OpenCV's: 0 nearest, 1 bilinear, 2 bicubic, 3 area (4, Lanczos, is not supported).
+- `interp` (int; default `1`): Interpolation as OpenCV's: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos (8 taps).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """

@@ -70,7 +70,7 @@ def imread(filename, flag=1, to_rgb=1, out=None):
 
 def imresize(src, w, h, interp=1, out=None):
     """Resizes an (H, W[, C]) image to width w and height h. interp as cv2: 0 nearest,
-    1 bilinear, 2 bicubic, 3 area. uint8 images go through the decoder's resize; other
+    1 bilinear, 2 bicubic, 3 area, 4 Lanczos (8 taps). uint8 images go through the decoder's resize; other
     dtypes (float images, as MXNet's imresize takes) through the _image_resize operator,
     keeping their dtype."""
     if not isinstance(src, NDArray):
@@ -127,9 +127,8 @@ def center_crop(src, size, interp=2):
 
 
 def _get_interp_method(interp, sizes=()):
-    """cv2's method for interp 0-3; 9: area when shrinking, bicubic when enlarging, else
-    bilinear (sizes = (old_h, old_w, new_h, new_w)); 10: one of 0-3 at random (MXNet also
-    draws Lanczos, which Weft's resize lacks)."""
+    """cv2's method for interp 0-4; 9: area when shrinking, bicubic when enlarging, else
+    bilinear (sizes = (old_h, old_w, new_h, new_w)); 10: one of 0-4 at random."""
     if interp == 9:
         if not sizes:
             return 2
@@ -140,9 +139,9 @@ def _get_interp_method(interp, sizes=()):
             return 3
         return 1
     if interp == 10:
-        return random.randint(0, 3)
-    if interp not in (0, 1, 2, 3):
-        raise ValueError("unknown interp method %r (0-3, 9 auto or 10 random)" % (interp,))
+        return random.randint(0, 4)
+    if interp not in (0, 1, 2, 3, 4):
+        raise ValueError("unknown interp method %r (0-4, 9 auto or 10 random)" % (interp,))
     return interp
 
 
