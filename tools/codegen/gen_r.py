@@ -505,8 +505,9 @@ def _dotted(variadic, items):
 def _ops(registry):
     r = [_r_comment(),
          "# Every user-facing operator of the registry, imperative (mx.nd.*) and symbolic",
-         "# (mx.symbol.*). Parameters left NULL keep the operator's default; they are passed in",
-         "# Weft's (row-major) order, see docs/frontends/r.md.", ""]
+         "# (mx.symbol.*). Parameters left NULL keep the operator's default; a vector parameter",
+         "# is a tuple given in R's order (reversed for the engine, as MXNet's R package does),",
+         "# see docs/frontends/r.md.", ""]
     files = {}
     seen_r = {}
     seen_rd = {}
@@ -646,8 +647,8 @@ def _operator_list(registry):
              "# R operator reference",
              "",
              "Every operator of the registry as `mx.nd.<name>` (imperative) and `mx.symbol.<name>`",
-             "(symbolic); `?mx.nd.<name>` in R shows its parameters. Parameters are given in Weft's",
-             "(row-major) order, see [r.md](r.md).",
+             "(symbolic); `?mx.nd.<name>` in R shows its parameters. A vector parameter is a tuple",
+             "given in R's order (reversed for the engine, as MXNet's R package does), see [r.md](r.md).",
              "",
              "| R name | operator | summary |",
              "|---|---|---|"]

@@ -84,23 +84,41 @@ print.MXContext <- function(x, ...) {
 
 mx.set.seed <- function(seed) invisible(weft_random_seed(seed))
 
-# One parameter value as the engine parses it; NULL stays NULL (the default applies).
+# One parameter value of an operator or data iterator, converted as MXNet's R package
+# converts it: a vector (length != 1) is a tuple in reversed order, R's order of dims to the
+# engine's, so shape = c(784, -1) is the engine's (-1, 784) and data.shape = c(28, 28, 3) its
+# (3, 28, 28); NULL stays NULL (the default applies).
 .weft_param <- function(x) {
   if (is.null(x)) return(NULL)
   if (inherits(x, "MXContext")) return(.weft_ctx_str(x))
   if (is.character(x) && length(x) == 1) return(x)
   if (length(x) != 1) return(.weft_shape_param(x))
-  if (is.logical(x)) return(if (isTRUE(x)) "True" else "False")
-  .weft_number(x)
+  .weft_scalar(x)
 }
 
-# A tuple parameter ("(2, 3)", "(5,)"); NA elements are None.
+# A tuple-typed parameter (shapes, kernels, axes), reversed as .weft_param's vectors; one
+# value is a 1-tuple.
 .weft_shape_param <- function(x) {
   if (is.null(x)) return(NULL)
   if (is.character(x) && length(x) == 1) return(x)
+  .weft_tuple(rev(x))
+}
+
+# A value as written, never reversed: symbol attributes, profiler settings.
+.weft_plain_value <- function(x) {
+  if (is.null(x)) return(NULL)
+  if (is.character(x) && length(x) == 1) return(x)
+  if (length(x) != 1) return(.weft_tuple(x))
+  .weft_scalar(x)
+}
+
+# A tuple in the engine's syntax, in the order given ("(2, 3)", "(5,)"); NA elements are None.
+.weft_tuple <- function(x) {
   items <- vapply(seq_along(x), function(i) if (is.na(x[i])) "None" else .weft_number(x[i]), "")
   paste0("(", paste(items, collapse = ", "), if (length(x) == 1) "," else "", ")")
 }
+
+.weft_scalar <- function(x) if (is.logical(x)) (if (isTRUE(x)) "True" else "False") else .weft_number(x)
 
 .weft_number <- function(v) {
   if (is.logical(v)) return(if (isTRUE(v)) "True" else "False")

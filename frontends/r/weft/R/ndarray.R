@@ -16,24 +16,24 @@ mx.nd.array <- function(src.array, ctx = mx.ctx.default(), dtype = "float32") {
 }
 
 mx.nd.zeros <- function(shape, ctx = mx.ctx.default(), dtype = "float32") {
-  .weft_nd_invoke("_zeros", list(), c(shape = .weft_shape_param(rev(shape)), ctx = .weft_ctx_str(ctx),
+  .weft_nd_invoke("_zeros", list(), c(shape = .weft_tuple(rev(shape)), ctx = .weft_ctx_str(ctx),
                                       dtype = dtype), NULL, NULL)
 }
 
 mx.nd.ones <- function(shape, ctx = mx.ctx.default(), dtype = "float32") {
-  .weft_nd_invoke("_ones", list(), c(shape = .weft_shape_param(rev(shape)), ctx = .weft_ctx_str(ctx),
+  .weft_nd_invoke("_ones", list(), c(shape = .weft_tuple(rev(shape)), ctx = .weft_ctx_str(ctx),
                                      dtype = dtype), NULL, NULL)
 }
 
 mx.runif <- function(shape, min = 0, max = 1, ctx = mx.ctx.default()) {
   .weft_nd_invoke("_random_uniform", list(), c(low = .weft_number(min), high = .weft_number(max),
-                                               shape = .weft_shape_param(rev(shape)),
+                                               shape = .weft_tuple(rev(shape)),
                                                ctx = .weft_ctx_str(ctx)), NULL, NULL)
 }
 
 mx.rnorm <- function(shape, mean = 0, sd = 1, ctx = mx.ctx.default()) {
   .weft_nd_invoke("_random_normal", list(), c(loc = .weft_number(mean), scale = .weft_number(sd),
-                                              shape = .weft_shape_param(rev(shape)),
+                                              shape = .weft_tuple(rev(shape)),
                                               ctx = .weft_ctx_str(ctx)), NULL, NULL)
 }
 
@@ -138,7 +138,7 @@ Ops.MXNDArray <- function(e1, e2) {
     begin[k] <- as.integer(v[1] - 1)
     end[k] <- as.integer(v[length(v)])
   }
-  mx.nd.slice(x, begin = .weft_shape_param(rev(begin)), end = .weft_shape_param(rev(end)))
+  mx.nd.slice(x, begin = .weft_tuple(rev(begin)), end = .weft_tuple(rev(end)))
 }
 
 mx.nd.save <- function(ndarray, filename) {

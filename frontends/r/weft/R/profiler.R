@@ -12,7 +12,7 @@ mx.profiler.config <- function(params) {
   }
   keys <- gsub(".", "_", names(params), fixed = TRUE)
   vals <- vapply(params, function(v) {
-    if (is.character(v)) path.expand(v) else .weft_param(v)
+    if (is.character(v)) path.expand(v) else .weft_plain_value(v)
   }, "")
   invisible(weft_profiler_set_config(keys, unname(vals)))
 }

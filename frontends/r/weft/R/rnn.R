@@ -68,7 +68,7 @@ rnn.graph <- function(num_rnn_layer, input_size = NULL, num_embed = NULL, num_hi
   steps <- mx.symbol.swapaxes(data = steps, dim1 = 0, dim2 = 1, name = paste0(prefix, "swap_post"))
   if (is.null(loss_output)) return(steps)
   # One prediction per step: (batch * time, hidden) against the labels flattened alike.
-  loss(mx.symbol.reshape(data = steps, shape = c(-1, 0), reverse = TRUE), mx.symbol.reshape(data = label, shape = -1))
+  loss(mx.symbol.reshape(data = steps, shape = c(0, -1), reverse = TRUE), mx.symbol.reshape(data = label, shape = -1))
 }
 
 # One step of an LSTM layer (MXNet's R cell: gates in, transform, forget, out) or of a GRU

@@ -2,7 +2,7 @@
 
 mx.symbol.Variable <- function(name, attr = NULL) {
   s <- weft_symbol_create_variable(name)
-  for (k in names(attr)) weft_symbol_set_attr(s, k, .weft_param(attr[[k]]))
+  for (k in names(attr)) weft_symbol_set_attr(s, k, .weft_plain_value(attr[[k]]))
   s
 }
 
@@ -16,7 +16,7 @@ mx.symbol.Variable <- function(name, attr = NULL) {
     }
   }
   if (!is.null(count)) params <- c(params, stats::setNames(as.character(length(inputs)), count))
-  for (k in names(attr)) params <- c(params, stats::setNames(.weft_param(attr[[k]]), k))
+  for (k in names(attr)) params <- c(params, stats::setNames(.weft_plain_value(attr[[k]]), k))
   s <- weft_symbol_create_atomic(.weft_op_handle(op), names(params), unname(params))
   arg_names <- if (is.null(count)) names(inputs) else NULL
   weft_symbol_compose(s, name, arg_names, unname(inputs))
@@ -96,7 +96,7 @@ children <- function(x) weft_symbol_get_children(x)
   if (length(value) && (is.null(names(value)) || any(names(value) == ""))) {
     stop("MXSymbol: attributes must be a named list", call. = FALSE)
   }
-  for (k in names(value)) weft_symbol_set_attr(x, k, .weft_param(value[[k]]))
+  for (k in names(value)) weft_symbol_set_attr(x, k, .weft_plain_value(value[[k]]))
   x
 }
 

@@ -67,10 +67,10 @@ test_that("ImageRecordIter decodes records written through the C API", {
     weft:::weft_recordio_write(w, c(header, weft:::weft_bytes_get(png)))
   }
   weft:::weft_recordio_free(w)
-  it <- mx.io.ImageRecordIter(path.imgrec = rec, data.shape = c(3, 5, 4), batch.size = 2)
+  it <- mx.io.ImageRecordIter(path.imgrec = rec, data.shape = c(4, 5, 3), batch.size = 2)
   expect_true(it$iter.next())
   b <- it$value()
-  expect_equal(dim(b$data), c(4L, 5L, 3L, 2L))  # NCHW (2, 3, 5, 4)
+  expect_equal(dim(b$data), c(4L, 5L, 3L, 2L))  # data.shape in R's order: NCHW (2, 3, 5, 4)
   expect_equal(as.array(b$label), c(10, 20))
   x <- as.array(b$data)
   expect_equal(x[, , , 1], aperm(imgs[[1]], c(2, 3, 1)) + 0)
@@ -78,7 +78,7 @@ test_that("ImageRecordIter decodes records written through the C API", {
   expect_true(it$iter.next())
   expect_equal(it$num.pad(), 1L)
   expect_false(it$iter.next())
-  expect_error(mx.io.ImageRecordIter(path.imgrec = tempfile(), data.shape = c(3, 5, 4), batch.size = 2),
+  expect_error(mx.io.ImageRecordIter(path.imgrec = tempfile(), data.shape = c(4, 5, 3), batch.size = 2),
                class = "weft_error")
 })
 

@@ -29,7 +29,8 @@ test_that("a representative set of operators gives hand-computed values", {
   expect_equal(as.array(mx.nd.max(x, axis = 0)), c(1, 5, 3))
   expect_equal(as.array(mx.nd.argmax(x, axis = 1)), c(2, 1))
   expect_equal(as.array(mx.nd.transpose(x)), t(matrix(c(1, -2, 3, -4, 5, -6), 3)))
-  expect_equal(as.array(mx.nd.reshape(x, shape = c(3, 2))), matrix(c(1, -2, 3, -4, 5, -6), 2))
+  # Vector parameters are in R's order, as MXNet's R package takes them: R dims c(2, 3).
+  expect_equal(as.array(mx.nd.reshape(x, shape = c(2, 3))), matrix(c(1, -2, 3, -4, 5, -6), 2))
   expect_equal(as.array(mx.nd.clip(x, a_min = -1, a_max = 2)), matrix(c(1, -1, 2, -1, 2, -1), 3))
   sm <- as.array(mx.nd.softmax(mx.nd.array(c(1, 2, 3))))
   expect_equal(sm, c(exp(1:3) / sum(exp(1:3))), tolerance = 1e-6)
@@ -114,15 +115,40 @@ test_that("the elementwise math operators agree with R's functions", {
   expect_equal(as.numeric(as.array(mx.nd.round(mx.nd.array(c(0.4, 1.6, -2.2))))), c(0, 2, -2))
 })
 
-test_that("internal aliases are there too: crop.assign writes a region given in Weft's order", {
+test_that("internal aliases are there too: crop.assign writes a region given in R's order", {
   x <- mx.nd.ones(c(2, 3, 4))                 # Weft (4, 3, 2)
-  z <- mx.nd.array(array(c(5, 6, 7, 8), c(2, 1, 2)))
-  # Weft region [0:2, 0:1, 0:2] is R's [1:2, 1, 1:2].
-  y <- mx.nd.internal.crop.assign(x, z, begin = c(0, 0, 0), end = c(2, 1, 2))
+  z <- mx.nd.array(array(c(5, 6, 7, 8), c(2, 2, 1)))
+  # R's region [1:2, 2:3, 1], as MXNet's R package reads begin and end.
+  y <- mx.nd.internal.crop.assign(x, z, begin = c(0, 1, 0), end = c(2, 3, 1))
   want <- array(1, c(2, 3, 4))
-  want[1:2, 1, 1:2] <- c(5, 6, 7, 8)
+  want[1:2, 2:3, 1] <- c(5, 6, 7, 8)
   expect_equal(as.array(y), want)
   expect_equal(as.array(mx.nd.internal.PlusScalar(mx.nd.array(c(1, 2)), scalar = 0.5)), c(1.5, 2.5))
+})
+
+test_that("vector parameters are reversed into the engine's order, scalars are not (MXNet's R rule)", {
+  x <- mx.nd.array(array(as.numeric(1:24), c(2, 3, 4)))   # Weft (4, 3, 2)
+  # crop/slice: begin and end list R's dims; MXNet's own R test of crop expects dims c(2, 1, 3).
+  expect_equal(dim(mx.nd.crop(mx.nd.ones(c(2, 3, 4)), begin = c(0, 0, 0), end = c(2, 1, 3))), c(2L, 1L, 3L))
+  expect_equal(as.array(mx.nd.slice(x, begin = c(1, 0, 2), end = c(2, 2, 4))),
+               array(as.numeric(1:24), c(2, 3, 4))[2, 1:2, 3:4, drop = FALSE])
+  expect_equal(dim(mx.nd.reshape(x, shape = c(6, -1))), c(6L, 4L))
+  expect_equal(dim(mx.nd.reshape(x, shape = c(0, -1), reverse = TRUE)), c(2L, 12L))
+  # A whole vector is reversed whatever it means: axes too (as MXNet's R package does), so
+  # c(0, 2, 1) is the engine's (1, 2, 0).
+  expect_equal(dim(mx.nd.transpose(x, axes = c(0, 2, 1))), rev(c(3L, 2L, 4L)))
+  expect_equal(dim(mx.nd.tile(x, reps = c(1, 2, 3))), c(2L, 6L, 12L))
+  # An asymmetric kernel: c(width, height).
+  img <- mx.nd.array(array(1, c(5, 4, 1, 1)))             # W 5, H 4
+  conv <- mx.nd.Convolution(img, mx.nd.ones(c(3, 1, 1, 1)), kernel = c(3, 1), num_filter = 1, no_bias = TRUE)
+  expect_equal(dim(conv), c(3L, 4L, 1L, 1L))
+  expect_equal(as.array(conv)[1, 1, 1, 1], 3)
+  # A single number is not reversed: axis = 0 is the engine's first axis (R's last dim).
+  expect_equal(dim(mx.nd.sum(x, axis = 0)), c(2L, 3L))
+  expect_equal(dim(mx.nd.sum(x, axis = c(0, 1))), 2L)
+  # Symbols the same: a reshape given in R's order.
+  s <- mx.symbol.reshape(mx.symbol.Variable("data"), shape = c(6, -1))
+  expect_equal(mx.symbol.infer.shape(s, data = c(2, 3, 4))$out.shapes[[1]], c(6L, 4L))
 })
 
 test_that("operator parameters also go by MXNet's dotted names", {
