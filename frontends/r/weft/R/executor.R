@@ -59,12 +59,17 @@ mx.simple.bind <- function(symbol, ctx = mx.ctx.default(), grad.req = "null", fi
 mx.symbol.bind <- function(symbol, ctx = mx.ctx.default(), arg.arrays, aux.arrays = list(), grad.reqs = "null") {
   args <- arguments(symbol)
   aux <- auxiliary.states(symbol)
+  # Arrays named by exactly the symbol's names are taken by name; otherwise by position,
+  # whatever their names, as MXNet's R package binds them.
   order <- function(arrays, nms, what) {
-    if (!is.null(names(arrays))) {
-      missing <- setdiff(nms, names(arrays))
-      if (length(missing)) stop(sprintf("mx.symbol.bind: no %s array for %s", what, paste(missing, collapse = ", ")),
-                                call. = FALSE)
+    if (!is.null(names(arrays)) && length(arrays) == length(nms) && setequal(names(arrays), nms)) {
       arrays <- arrays[nms]
+    } else if (length(arrays) != length(nms)) {
+      missing <- if (is.null(names(arrays))) character() else setdiff(nms, names(arrays))
+      stop(sprintf("mx.symbol.bind: %d %s arrays for the %d %s%s of the symbol (%s)%s", length(arrays), what,
+                   length(nms), what, if (length(nms) == 1) "" else "s", paste(nms, collapse = ", "),
+                   if (length(missing)) paste0("; none named ", paste(missing, collapse = ", ")) else ""),
+           call. = FALSE)
     }
     lapply(arrays, function(a) if (inherits(a, "MXNDArray")) a else mx.nd.array(a, ctx))
   }

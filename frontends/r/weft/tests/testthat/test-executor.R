@@ -42,7 +42,16 @@ test_that("symbol.bind uses the arrays given and allocates gradients", {
     expect_equal(as.array(e$grad.arrays$a), c(5, 6, 7))
     expect_null(e$grad.arrays$b)
   }
-  expect_error(mx.symbol.bind(s, arg.arrays = list(a = c(1, 2))), "no argument array for b")
+  expect_error(mx.symbol.bind(s, arg.arrays = list(a = c(1, 2))),
+               "1 argument arrays for the 2 arguments of the symbol \\(a, b\\); none named b")
+  # Named by exactly the symbol's arguments: taken by name; otherwise by position, whatever
+  # the names (as MXNet's R package binds: its optimizer tests name fc_weight "fc1_weight").
+  by_name <- mx.symbol.bind(s, arg.arrays = list(b = c(4, 5, 6), a = c(1, 2, 3)))
+  by_pos <- mx.symbol.bind(s, arg.arrays = list(x = c(1, 2, 3), y = c(4, 5, 6)))
+  for (e in list(by_name, by_pos)) {
+    mx.exec.forward(e)
+    expect_equal(as.array(e$outputs[[1]]), c(5, 12, 21))
+  }
   expect_error(mx.symbol.bind(s, arg.arrays = list(a = c(1, 2), b = c(1, 2, 3))), class = "weft_error")
 })
 
