@@ -42,14 +42,16 @@ test_that("sgd with a scheduler steps each update with the scheduled rate", {
     expected <- expected - lr * g
     expect_equal(as.array(w), expected, tolerance = 1e-6)
   }
-  # Adam's bias-corrected step scales with the scheduled rate too.
+  # Adam's step scales with the scheduled rate too.
   w <- mx.nd.array(c(1, 2, 3))
   opt <- mx.opt.adam(learning.rate = 0.1, lr_scheduler = mx.lr_scheduler.FactorScheduler(1, 0.5, verbose = FALSE))
   upd <- mx.opt.get.updater(opt, list(w))
   for (i in 1:4) upd(list(w), list(mx.nd.array(g)))
-  # A constant gradient makes each bias-corrected Adam step lr * sign(g) (up to epsilon);
-  # the rates of updates 1-4 are 0.1, 0.1, 0.1, 0.05.
-  expect_equal(as.array(w), c(1, 2, 3) - 0.35 * sign(g), tolerance = 1e-5)
+  # A constant gradient makes step t lr_t * (1 - 0.9^t) / sqrt(1 - 0.999^t) * sign(g) (MXNet's
+  # R update, no bias correction; up to epsilon); the rates of updates 1-4 are 0.1, 0.1, 0.1, 0.05.
+  t <- 1:4
+  moved <- sum(c(0.1, 0.1, 0.1, 0.05) * (1 - 0.9^t) / sqrt(1 - 0.999^t))
+  expect_equal(as.array(w), c(1, 2, 3) - moved * sign(g), tolerance = 1e-5)
 })
 
 test_that("FeedForward.create with optimizer = \"sgd\" applies the scheduler's rates", {

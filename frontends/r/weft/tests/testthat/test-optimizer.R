@@ -65,16 +65,21 @@ test_that("adagrad, adadelta and nag follow their update rules", {
   expect_equal(two_steps(mx.opt.nag(learning.rate = lr)), w0 - lr * (g1 + g2), tolerance = 1e-6)
 })
 
-test_that("adam's bias correction advances with the step count", {
+test_that("adam steps as MXNet's R package: the adam_update operator without bias corrections", {
   lr <- 0.1; b1 <- 0.9; b2 <- 0.999; eps <- 1e-8
   w <- w0; m <- 0; v <- 0
   for (t in 1:2) {
     g <- list(g1, g2)[[t]]
     m <- b1 * m + (1 - b1) * g
     v <- b2 * v + (1 - b2) * g^2
-    w <- w - lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
+    w <- w - lr * m / (sqrt(v) + eps)
   }
   expect_equal(two_steps(mx.opt.create("adam", learning.rate = lr)), w, tolerance = 1e-5)
+  # The first step is lr * 0.1 / sqrt(0.001) = 3.16 lr against the gradient's sign.
+  x <- mx.nd.array(c(1, 1))
+  opt <- mx.opt.adam(learning.rate = 1)
+  opt$update(1, x, mx.nd.array(c(-2, 0.5)), opt$create.state(1, x))
+  expect_equal(as.array(x), c(1 + 0.1 / sqrt(0.001), 1 - 0.1 / sqrt(0.001)), tolerance = 1e-5)
 })
 
 test_that("sgd takes MXNet's clip_gradient", {
