@@ -36,7 +36,10 @@ print.MXDataIter <- function(x, ...) {
 # Batches of the last dim of `data` (one sample per column of a matrix, as in MXNet's R
 # package) and of `label`. `data` may also be a named list of such arrays (the inputs of a
 # model with several, each batched the same way); value() then gives each under its name.
-# The last batch is completed from the start; num.pad() says how many samples that added.
+# As MXNet's R package: a short last batch holds, past its own samples, those the batch
+# before it held in the same places (zeros when there is only one batch), and num.pad() says
+# how many places that fills. With shuffle, the order is drawn when the iterator is made (as
+# MXNet's) and again at every reset().
 mx.io.arrayiter <- function(data, label = NULL, batch.size = 128, shuffle = FALSE) {
   # A vector is one value per sample, batched as a 1-D array (as MXNet's arrayiter does).
   # MXNDArrays (mx.io.extract's result) are read into R arrays, as MXNet's arrayiter does.
@@ -74,7 +77,7 @@ mx.io.arrayiter <- function(data, label = NULL, batch.size = 128, shuffle = FALS
   if (batch.size < 1) stop("mx.io.arrayiter: batch.size must be at least 1", call. = FALSE)
   it <- new.env(parent = emptyenv())
   state <- new.env(parent = emptyenv())
-  state$order <- seq_len(n)
+  state$order <- if (shuffle) sample.int(n) else seq_len(n)
   state$pos <- 0L
   state$current <- NULL
   state$pad <- 0L
@@ -91,18 +94,29 @@ mx.io.arrayiter <- function(data, label = NULL, batch.size = 128, shuffle = FALS
   }
   it$iter.next <- function() {
     if (state$pos >= n) return(FALSE)
-    idx <- state$pos + seq_len(batch.size)
-    state$pad <- as.integer(sum(idx > n))
-    idx <- state$order[((idx - 1L) %% n) + 1L]
+    slots <- state$pos + seq_len(batch.size)
+    past <- slots > n
+    state$pad <- as.integer(sum(past))
+    slots[past] <- slots[past] - batch.size
+    # NA: a place no earlier batch filled, which stays zero.
+    state$current <- ifelse(slots >= 1L, state$order[pmax(slots, 1L)], NA_integer_)
     state$pos <- state$pos + batch.size
-    state$current <- idx
     TRUE
+  }
+  # The samples `idx` of `a` (last dim over samples); NA places are zeros.
+  batch_of <- function(a, dims, idx) {
+    v <- take_last(a, dims, ifelse(is.na(idx), 1L, idx))
+    if (anyNA(idx)) {
+      per <- length(v) %/% length(idx)
+      for (j in which(is.na(idx))) v[(j - 1L) * per + seq_len(per)] <- 0
+    }
+    v
   }
   it$value <- function() {
     if (is.null(state$current)) stop("mx.io.arrayiter: call iter.next() first", call. = FALSE)
-    out <- lapply(fields, function(a) mx.nd.array(take_last(a, dim(a), state$current)))
+    out <- lapply(fields, function(a) mx.nd.array(batch_of(a, dim(a), state$current)))
     out["label"] <- list(if (is.null(label)) NULL
-                         else mx.nd.array(if (is.null(ld)) label[state$current] else take_last(label, ld, state$current)))
+                         else mx.nd.array(batch_of(label, if (is.null(ld)) length(label) else ld, state$current)))
     out
   }
   it$num.pad <- function() state$pad

@@ -82,7 +82,7 @@ test_that("ImageRecordIter decodes records written through the C API", {
                class = "weft_error")
 })
 
-test_that("arrayiter batches the last dim, pads from the start and shuffles", {
+test_that("arrayiter batches the last dim, pads as MXNet's R package and shuffles", {
   x <- matrix(1:10, 2)   # 5 samples
   y <- c(0, 1, 2, 3, 4)
   it <- mx.io.arrayiter(x, y, batch.size = 2)
@@ -95,8 +95,29 @@ test_that("arrayiter batches the last dim, pads from the start and shuffles", {
     pads <- c(pads, it$num.pad())
     expect_equal(dim(b$data), c(2L, 2L))
   }
-  expect_equal(unlist(got), c(0, 1, 2, 3, 4, 0))
+  # The short last batch keeps what the batch before held in its empty place (sample 4).
+  expect_equal(unlist(got), c(0, 1, 2, 3, 4, 3))
   expect_equal(pads, c(0, 0, 1))
+  # MXNet's own R test: 100 samples in batches of 30 count the samples 71-90 twice.
+  y100 <- round((1:100) / 10)
+  it100 <- mx.io.arrayiter(matrix(1:10000, 100, 100), y100, batch.size = 30)
+  counts <- rep(0, 11)
+  it100$reset()
+  while (it100$iter.next()) for (v in as.array(it100$value()$label)) counts[v + 1] <- counts[v + 1] + 1
+  expect_equal(counts, tabulate(c(y100, y100[71:90]) + 1, 11))
+  # One short batch: nothing held before it, so zeros.
+  one <- mx.io.arrayiter(matrix(1:6, 2), c(7, 8, 9), batch.size = 5)
+  expect_true(one$iter.next())
+  expect_equal(as.array(one$value()$data), cbind(matrix(1:6, 2), 0, 0) + 0)
+  expect_equal(as.array(one$value()$label), c(7, 8, 9, 0, 0))
+  expect_equal(one$num.pad(), 2L)
+  expect_false(one$iter.next())
+  # Shuffled from the start, before any reset.
+  set.seed(5)
+  first <- mx.io.arrayiter(matrix(1:40, 1), 1:40, batch.size = 40, shuffle = TRUE)
+  first$iter.next()
+  expect_false(identical(as.array(first$value()$label), as.numeric(1:40)))
+  expect_equal(sort(as.array(first$value()$label)), as.numeric(1:40))
   sh <- mx.io.arrayiter(x, y, batch.size = 5, shuffle = TRUE)
   set.seed(3)
   sh$reset()

@@ -135,7 +135,7 @@ test_that("arrayiter batches a named list of arrays and keeps vectors 1-D", {
   expect_equal(as.array(b$b), c(11, 12, 13))
   expect_true(it$iter.next())
   expect_equal(it$num.pad(), 2L)
-  expect_equal(as.array(it$value()$b), c(14, 11, 12))
+  expect_equal(as.array(it$value()$b), c(14, 12, 13))
   expect_error(mx.io.arrayiter(list(a = 1:3, b = 1:4)), "differ in their sample counts .*a 3, b 4")
   expect_error(mx.io.arrayiter(list(1:3)), "needs a distinct name")
 })
