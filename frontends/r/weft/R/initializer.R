@@ -45,7 +45,9 @@ mx.init.Xavier <- function(rnd_type = "uniform", factor_type = "avg", magnitude 
 mx.init.internal.default <- function(name, shape, ctx = mx.ctx.default(), allow.unknown = FALSE) {
   fixed <- .weft_init_fixed(name, shape, ctx)
   if (is.null(fixed) && !allow.unknown) {
-    stop(sprintf("mx.init.internal.default: unknown initialization pattern for '%s' (expected a name ending in %s)",
+    # The message starts as MXNet's R package words it, misspelling included: scripts and
+    # tests written for it match that text.
+    stop(sprintf("Unkown initialization pattern for  %s (mx.init.internal.default: expected a name ending in %s)",
                  name, "bias, gamma, beta, moving_mean or moving_var"), call. = FALSE)
   }
   fixed

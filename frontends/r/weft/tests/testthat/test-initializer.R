@@ -18,7 +18,7 @@ test_that("mx.init.create and mx.init.internal.default give every parameter its 
   expect_identical(as.array(mx.init.internal.default("x_moving_var", c(2, 3))), matrix(1, 2, 3))
   expect_identical(as.array(mx.init.internal.default("x_beta", 4)), rep(0, 4))
   expect_null(mx.init.internal.default("x_weight", 4, allow.unknown = TRUE))
-  expect_error(mx.init.internal.default("x_weight", 4), "unknown initialization pattern for 'x_weight'")
+  expect_error(mx.init.internal.default("x_weight", 4), "Unkown initialization pattern for  x_weight \\(mx.init.internal")
 })
 
 test_that("mx.model.init.params gives every parameter with its inferred shape", {
