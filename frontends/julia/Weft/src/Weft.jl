@@ -13,7 +13,9 @@ MXNet.jl's names:
 
 Arrays: an `NDArray` of Julia size `(a, b, c)` is a Weft array of shape `(c, b, a)` over the
 same bytes (dims reversed, memory not transposed), as in MXNet.jl. Operator parameters
-(`shape`, `axis`, `kernel`, ...) go to the core as written, in Weft's order.
+that are tuples of integers (`shape`, `kernel`, `data_shape`, ...) are reversed for the
+core, as MXNet.jl reverses them; single numbers (`axis=0`: Weft's first axis, Julia's
+last dimension), vectors and other tuples go as written.
 
 Generated operators: every registered operator is a function of this module. With
 NDArrays it runs at once (`out=` writes into given arrays); with SymbolicNodes it builds a

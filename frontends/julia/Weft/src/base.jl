@@ -114,7 +114,10 @@ end
 
 The text the core parses for an operator or iterator parameter: numbers as decimal
 numbers, booleans as `True`/`False`, tuples and vectors as `(a, b)`, Julia types as dtype
-names (`Float32` -> "float32"), contexts as "cpu(0)".
+names (`Float32` -> "float32"), contexts as "cpu(0)". A tuple of integers is reversed,
+Julia's order of dims to the engine's, as MXNet.jl passes it: `shape=(784, 10)` is the
+engine's (10, 784), `data_shape=(28, 28, 3)` its (3, 28, 28); vectors and other tuples go
+in the order written.
 """
 param_str(v::AbstractString) = String(v)
 param_str(v::Symbol) = String(v)
@@ -129,4 +132,5 @@ function param_str(v::Union{Tuple,AbstractVector})
     items = [param_str(x) for x in v]
     return "(" * join(items, ", ") * (length(items) == 1 ? ",)" : ")")
 end
+param_str(v::Tuple{Vararg{Integer}}) = invoke(param_str, Tuple{Union{Tuple,AbstractVector}}, reverse(v))
 param_str(v) = throw(ArgumentError("Weft: cannot pass a $(typeof(v)) as an operator parameter"))

@@ -147,9 +147,13 @@ end
     # A variadic operator counts its inputs itself; dim 0 is Julia's last dimension.
     c = mx.Concat(NDArray(Float32[1 2; 3 4]), NDArray(reshape(Float32[5, 6], 2, 1)); dim=0)
     @test copy(c) == Float32[1 2 5; 3 4 6]
-    # Operators without inputs; shapes in Weft's order.
+    # Operators without inputs; an integer tuple is in Julia's order (reversed for the
+    # engine, as MXNet.jl passes it), a vector as written.
     z = Weft._zeros(shape=(2, 3))
-    @test size(z) == (3, 2)
+    @test size(z) == (2, 3)
+    @test size(Weft._zeros(shape=[2, 3])) == (3, 2)
+    @test Weft.param_str((1, 2, 3)) == "(3, 2, 1)" && Weft.param_str((0.5, 1.0)) == "(0.5, 1.0)"
+    @test size(mx.Reshape(NDArray(Float32[1 2 3; 4 5 6]); shape=(3, 2))) == (3, 2)
     @test copy(Weft._full(shape=(2,), value=4.5)) == Float32[4.5, 4.5]
     Weft.srand(42)
     u1 = copy(Weft._random_uniform(shape=(5,)))
@@ -162,6 +166,7 @@ end
     @test r === dst && copy(dst) == Float32[1.5, 2.5, 3.5]
     # A keyword parameter named like a Julia keyword.
     @test copy(mx.slice(NDArray(a); begin_=(1,), end_=(3,))) == a[:, 2:3]
+    @test copy(mx.slice(NDArray(a); begin_=(1, 0), end_=(2, 2))) == a[2:2, 1:2]
     @test "FullyConnected" in Weft.operator_names() && "where_" in Weft.operator_names()
 end
 
@@ -365,7 +370,7 @@ end
     @test multi.label == Float32[1, 2, 3] && multi.id == 7 && multi.payload == UInt8[0x61]
 
     # Batches of Weft shape (2, 3, 8, 8) = Julia (W, H, C, N); the last batch wraps around.
-    it = mx.ImageRecordIter(path_imgrec=path, data_shape=(3, 8, 8), batch_size=2)
+    it = mx.ImageRecordIter(path_imgrec=path, data_shape=(8, 8, 3), batch_size=2)
     @test mx.provide_data(it) == [(:data, (8, 8, 3, 2))]
     batches = collect(it)
     @test length(batches) == 2 && batches[1].pad == 0 && batches[2].pad == 1
