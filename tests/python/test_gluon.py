@@ -510,6 +510,30 @@ def test_split_and_load_errors():
         gluon.utils.split_and_load(nd.ones((5, 2)), [weft.cpu(0), weft.cpu(1)])
 
 
+def test_pooling_layers_take_mxnets_positional_order():
+    # MXNet 1.9's orders differ by class: ceil_mode before layout in MaxPool3D, AvgPool2D and
+    # AvgPool3D, after it in MaxPool1D/2D and AvgPool1D; average pooling ends with
+    # count_include_pad. Positional calls must land where MXNet puts them.
+    import inspect
+    head = ["pool_size", "strides", "padding"]
+    want = {nn.MaxPool1D: head + ["layout", "ceil_mode"], nn.MaxPool2D: head + ["layout", "ceil_mode"],
+            nn.MaxPool3D: head + ["ceil_mode", "layout"],
+            nn.AvgPool1D: head + ["layout", "ceil_mode", "count_include_pad"],
+            nn.AvgPool2D: head + ["ceil_mode", "layout", "count_include_pad"],
+            nn.AvgPool3D: head + ["ceil_mode", "layout", "count_include_pad"]}
+    for cls, names in want.items():
+        params = [p.name for p in inspect.signature(cls.__init__).parameters.values()][1:-1]
+        assert params == names, cls.__name__
+    x = nd.array(np.arange(2 * 5 * 5, dtype=np.float32).reshape(1, 2, 5, 5))
+    assert nn.AvgPool2D(2, 2, 0, True)(x).shape == (1, 2, 3, 3)    # ceil_mode=True
+    assert nn.MaxPool2D(2, 2, 0, "NCHW", True)(x).shape == (1, 2, 3, 3)
+    # count_include_pad=False averages only the cells inside the image.
+    edge = nn.AvgPool2D(3, 1, 1, False, "NCHW", False)(nd.ones((1, 1, 3, 3))).asnumpy()
+    np.testing.assert_allclose(edge, np.ones((1, 1, 3, 3)), rtol=1e-6)
+    padded = nn.AvgPool2D(3, 1, 1)(nd.ones((1, 1, 3, 3))).asnumpy()
+    assert abs(padded[0, 0, 0, 0] - 4 / 9) < 1e-6
+
+
 def test_layers_against_numpy():
     x = np.random.RandomState(5).randn(2, 3, 6, 6).astype(np.float32)
     pool = nn.MaxPool2D(pool_size=2)

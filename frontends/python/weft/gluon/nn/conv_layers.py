@@ -157,12 +157,29 @@ def _pool_class(n, layout, pool_type, global_pool):
         def __init__(self, layout=layout, **kwargs):
             _Pooling.__init__(self, (1,) * n, None, (0,) * n, True, True, pool_type, layout, **kwargs)
     else:
-        def __init__(self, pool_size=2, strides=None, padding=0, layout=layout, ceil_mode=False, **kwargs):
-            count_include_pad = kwargs.pop("count_include_pad", None) if pool_type == "avg" else None
+        def build(self, pool_size, strides, padding, ceil_mode, layout, count_include_pad, kwargs):
             _Pooling.__init__(self, _tuple(pool_size, n, name + " pool_size"),
                               None if strides is None else _tuple(strides, n, name + " strides"),
                               _tuple(padding, n, name + " padding"), ceil_mode, False, pool_type, layout,
                               count_include_pad, **kwargs)
+
+        # MXNet's positional orders differ between the classes: ceil_mode comes before layout
+        # in MaxPool3D, AvgPool2D and AvgPool3D, after it in the others; average pooling ends
+        # with count_include_pad.
+        if pool_type == "avg" and n > 1:
+            def __init__(self, pool_size=2, strides=None, padding=0, ceil_mode=False, layout=layout,
+                         count_include_pad=True, **kwargs):
+                build(self, pool_size, strides, padding, ceil_mode, layout, count_include_pad, kwargs)
+        elif pool_type == "avg":
+            def __init__(self, pool_size=2, strides=None, padding=0, layout=layout, ceil_mode=False,
+                         count_include_pad=True, **kwargs):
+                build(self, pool_size, strides, padding, ceil_mode, layout, count_include_pad, kwargs)
+        elif n == 3:
+            def __init__(self, pool_size=2, strides=None, padding=0, ceil_mode=False, layout=layout, **kwargs):
+                build(self, pool_size, strides, padding, ceil_mode, layout, None, kwargs)
+        else:
+            def __init__(self, pool_size=2, strides=None, padding=0, layout=layout, ceil_mode=False, **kwargs):
+                build(self, pool_size, strides, padding, ceil_mode, layout, None, kwargs)
 
     return type(name, (_Pooling,), {"__init__": __init__, "__doc__": "%s pooling over %d-D inputs." % (name, n)})
 
