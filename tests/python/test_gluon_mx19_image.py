@@ -34,6 +34,12 @@ def test_copy_make_border_constant():
     assert (image.copyMakeBorder(a, 0, 1, 0, 0, value=5).asnumpy()[3] == 5).all()
     with pytest.raises(ValueError, match="type"):
         image.copyMakeBorder(a, 1, 1, 1, 1, type=7)
+    # out= receives the padded image, in its own dtype.
+    dst = mx.nd.zeros((5, 5, 3), dtype=np.float32)
+    assert image.copyMakeBorder(a, 1, 1, 1, 1, type=1, out=dst) is dst
+    np.testing.assert_array_equal(dst.asnumpy(), np.pad(a.asnumpy(), [(1, 1), (1, 1), (0, 0)], mode="edge"))
+    with pytest.raises(ValueError, match="out has shape"):
+        image.copyMakeBorder(a, 1, 1, 1, 1, out=mx.nd.zeros((4, 4, 3)))
 
 
 def test_random_crops_are_windows_of_the_source():

@@ -148,11 +148,12 @@ def _get_interp_method(interp, sizes=()):
 _BORDERS = {0: "constant", 1: "edge", 2: "symmetric", 3: "wrap", 4: "reflect"}
 
 
-def copyMakeBorder(src, top, bot, left, right, type=0, value=0.0, values=None):  # noqa: A002 (MXNet's name)
+def copyMakeBorder(src, top, bot, left, right, type=0, value=0.0, values=None, out=None):  # noqa: A002 (MXNet's name)
     """src padded by top/bot rows and left/right columns, as cv2.copyMakeBorder: type 0
     constant (`value`, or per channel `values`), 1 replicate, 2 reflect, 3 wrap, 4
     reflect-101. cv2's BORDER_ISOLATED flag (16, which MXNet's DetRandomPadAug passes) may be
-    added: it matters only for views into a larger image, which Weft's arrays never are."""
+    added: it matters only for views into a larger image, which Weft's arrays never are.
+    `out`, an NDArray of the padded shape, receives the result (and is returned)."""
     if isinstance(type, int) and type & 16:
         type &= ~16  # noqa: A001
     if type not in _BORDERS:
@@ -162,13 +163,15 @@ def copyMakeBorder(src, top, bot, left, right, type=0, value=0.0, values=None): 
     widths = [(top, bot), (left, right)] + [(0, 0)] * (a.ndim - 2)
     if type == 0:
         if values is not None and a.ndim == 3:
-            out = np.stack([np.pad(a[..., c], widths[:2], mode="constant", constant_values=values[c])
-                            for c in range(a.shape[2])], axis=2)
+            padded = np.stack([np.pad(a[..., c], widths[:2], mode="constant", constant_values=values[c])
+                               for c in range(a.shape[2])], axis=2)
         else:
-            out = np.pad(a, widths, mode="constant", constant_values=value)
+            padded = np.pad(a, widths, mode="constant", constant_values=value)
     else:
-        out = np.pad(a, widths, mode=_BORDERS[type])
-    return nd.array(out, dtype=a.dtype) if isinstance(src, NDArray) else out
+        padded = np.pad(a, widths, mode=_BORDERS[type])
+    if out is not None:
+        return _write_out(nd.array(padded, dtype=out.dtype), out)
+    return nd.array(padded, dtype=a.dtype) if isinstance(src, NDArray) else padded
 
 
 def random_crop(src, size, interp=2):
