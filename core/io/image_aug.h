@@ -36,6 +36,22 @@ struct ImageAugParam {
   float scale = 1.f;
   int inter_method = 1;
   std::string mean_img;
+  // MXNet's affine, padding, crop-size, HSL and PCA augmentations (see NeedsFullAugment).
+  float max_rotate_angle = 0.f;
+  float rotate = -1.f;
+  float max_shear_ratio = 0.f;
+  int max_crop_size = -1;
+  int min_crop_size = -1;
+  float max_random_scale = 1.f;
+  float min_random_scale = 1.f;
+  float max_img_size = 1e10f;
+  float min_img_size = 0.f;
+  float pca_noise = 0.f;
+  int random_h = 0;
+  int random_s = 0;
+  int random_l = 0;
+  int fill_value = 255;
+  int pad = 0;
 };
 WEFT_PARAM_SCHEMA(ImageAugParam, s) {
   s.Field("resize", &ImageAugParam::resize).Default(-1)
@@ -77,7 +93,45 @@ WEFT_PARAM_SCHEMA(ImageAugParam, s) {
   s.Field("inter_method", &ImageAugParam::inter_method).Default(1)
       .Describe("Augmentation Param: interpolation: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos, 9 auto "
                 "(bicubic to enlarge, area to shrink, else bilinear), 10 one of 0..4 at random per image.");
+  s.Field("max_rotate_angle", &ImageAugParam::max_rotate_angle).Default(0.f).Min(0)
+      .Describe("Augmentation Param: rotate by a random whole number of degrees in [-v, v].");
+  s.Field("rotate", &ImageAugParam::rotate).Default(-1.f)
+      .Describe("Augmentation Param: rotate by this angle (degrees) when positive, instead of max_rotate_angle.");
+  s.Field("max_shear_ratio", &ImageAugParam::max_shear_ratio).Default(0.f).Min(0)
+      .Describe("Augmentation Param: shear (x, y) -> (x + m y, y) with m drawn from [-v, v].");
+  s.Field("max_crop_size", &ImageAugParam::max_crop_size).Default(-1)
+      .Describe("Augmentation Param: crop a square of a random side in [min_crop_size, max_crop_size] (then resized "
+                "to data_shape); ignored with random_resized_crop.");
+  s.Field("min_crop_size", &ImageAugParam::min_crop_size).Default(-1)
+      .Describe("Augmentation Param: the smallest side of that square crop.");
+  s.Field("max_random_scale", &ImageAugParam::max_random_scale).Default(1.f)
+      .Describe("Augmentation Param: scale the image by s drawn from [min_random_scale, max_random_scale].");
+  s.Field("min_random_scale", &ImageAugParam::min_random_scale).Default(1.f)
+      .Describe("Augmentation Param: the smallest such scale.");
+  s.Field("max_img_size", &ImageAugParam::max_img_size).Default(1e10f)
+      .Describe("Augmentation Param: largest width and height after the scale and rotation.");
+  s.Field("min_img_size", &ImageAugParam::min_img_size).Default(0.f)
+      .Describe("Augmentation Param: smallest width and height after the scale and rotation.");
+  s.Field("pca_noise", &ImageAugParam::pca_noise).Default(0.f).Min(0)
+      .Describe("Augmentation Param: add AlexNet's PCA lighting noise (ImageNet eigenvectors, alphas drawn from "
+                "N(0, pca_noise)).");
+  s.Field("random_h", &ImageAugParam::random_h).Default(0).Min(0)
+      .Describe("Augmentation Param: add a random value in [-v, v] to the H channel in HSL space (H in [0, 180)).");
+  s.Field("random_s", &ImageAugParam::random_s).Default(0).Min(0)
+      .Describe("Augmentation Param: add a random value in [-v, v] to the S channel in HSL space.");
+  s.Field("random_l", &ImageAugParam::random_l).Default(0).Min(0)
+      .Describe("Augmentation Param: add a random value in [-v, v] to the L channel in HSL space.");
+  s.Field("fill_value", &ImageAugParam::fill_value).Default(255).Range(0, 255)
+      .Describe("Augmentation Param: value of the pixels the rotation, shear and pad bring in.");
+  s.Field("pad", &ImageAugParam::pad).Default(0).Min(0)
+      .Describe("Augmentation Param: pad every side by this many fill_value pixels before cropping.");
 }
+
+// Whether MXNet's full default augmenter is needed (rotation, shear, random scale, aspect
+// ratio without random_resized_crop, image size bounds, padding, crop sizes, HSL or PCA
+// noise): it works step by step on the decoded image; otherwise one crop-and-resize of a
+// window planned before decoding (PlanAugment, ApplyAugment) does the same work faster.
+bool NeedsFullAugment(const ImageAugParam& p);
 
 // What one sample's augmentation does, drawn before decoding. The crop window is in the
 // pixels of the stored image.

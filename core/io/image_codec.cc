@@ -325,17 +325,15 @@ std::string EncodeJpeg(const ImageView& img, int quality, bool is_bgr) {
 // ---------------------------------------------------------------- resize
 
 // Separable resampling along one axis, as op::ResampleTaps: for every output coordinate,
-// `k` source indices (already clamped to the image) and their weights. Nearest takes the
-// source cell floor(d * in / out) and bilinear the half-pixel centres, as cv2; bicubic,
+// `k` source indices (already clamped to the image) and their weights. Nearest takes
+// OpenCV's source cells (op::NearestCells) and bilinear the half-pixel centres, as cv2; bicubic,
 // area and Lanczos are the resizing operators' taps (the same arithmetic as _image_resize
 // on float images), `shrink` saying that neither axis grows (where cv2's area averages).
 op::ResampleTaps MakeTaps(int in, int out, int interp, bool shrink) {
   if (interp >= 2) return op::KernelOrAreaTaps(in, out, interp, shrink);
   op::ResampleTaps t;
   if (interp == 0) {
-    const double scale = static_cast<double>(in) / out;
-    for (int d = 0; d < out; ++d)
-      t.idx.push_back(std::min(static_cast<int64_t>(std::floor(d * scale)), static_cast<int64_t>(in) - 1));
+    t.idx = op::NearestCells(in, out);
     t.w.assign(static_cast<size_t>(out), 1.f);
     return t;
   }
@@ -455,6 +453,113 @@ Image ResizeImage(const ImageView& src, int out_width, int out_height, int inter
     }
   }
   return out;
+}
+
+Image WarpAffine(const ImageView& src, const double m[6], int out_width, int out_height, int interp, uint8_t fill) {
+  WEFT_CHECK(out_width > 0 && out_height > 0, kValue, "image warp: target size must be positive, got ", out_width, "x",
+             out_height);
+  WEFT_CHECK(interp >= 0 && interp <= 4, kValue,
+             "image warp: interp must be 0 (nearest), 1 (bilinear), 2 (bicubic), 3 (area) or 4 (Lanczos), got ", interp);
+  const double det = m[0] * m[4] - m[1] * m[3];
+  WEFT_CHECK(std::fabs(det) > 1e-12, kValue, "image warp: the transform is singular (determinant ", det, ")");
+  // Destination pixel (x, y) reads the source at the inverse map of (x, y).
+  const double i0 = m[4] / det, i1 = -m[1] / det, i3 = -m[3] / det, i4 = m[0] / det;
+  const double i2 = -(i0 * m[2] + i1 * m[5]), i5 = -(i3 * m[2] + i4 * m[5]);
+  const int c = src.channels;
+  Image out;
+  out.height = out_height;
+  out.width = out_width;
+  out.channels = c;
+  out.data.resize(static_cast<size_t>(out_height) * out_width * c);
+  // Area has no warp of its own: bilinear, as OpenCV's warpAffine.
+  const int k = interp == 0 ? 1 : interp == 2 ? 4 : interp == 4 ? 8 : 2;
+  auto weights = [&](double f, float* w) {
+    if (k == 2) {
+      w[0] = static_cast<float>(1.0 - f);
+      w[1] = static_cast<float>(f);
+    } else if (k == 4) {
+      for (int j = 0; j < 4; ++j) w[j] = op::CubicKernel(static_cast<float>(f - (j - 1)));
+    } else {
+      float sum = 0.f;
+      for (int j = 0; j < 8; ++j) sum += w[j] = op::Lanczos4Kernel(f - (j - 3));
+      for (int j = 0; j < 8; ++j) w[j] /= sum;
+    }
+  };
+  const int first = k == 2 ? 0 : k == 4 ? -1 : -3;  // the first tap's offset from floor(position)
+  float wx[8], wy[8];
+  std::vector<float> acc(c);
+  for (int y = 0; y < out_height; ++y) {
+    uint8_t* d = out.row(y);
+    for (int x = 0; x < out_width; ++x) {
+      const double sx = i0 * x + i1 * y + i2, sy = i3 * x + i4 * y + i5;
+      uint8_t* px = d + static_cast<size_t>(x) * c;
+      if (k == 1) {
+        const long ix = std::lround(std::floor(sx + 0.5)), iy = std::lround(std::floor(sy + 0.5));
+        const bool inside = ix >= 0 && iy >= 0 && ix < src.width && iy < src.height;
+        for (int ch = 0; ch < c; ++ch) px[ch] = inside ? src.data[src.stride * iy + ix * c + ch] : fill;
+        continue;
+      }
+      const double fx0 = std::floor(sx), fy0 = std::floor(sy);
+      weights(sx - fx0, wx);
+      weights(sy - fy0, wy);
+      const long x0 = static_cast<long>(fx0) + first, y0 = static_cast<long>(fy0) + first;
+      std::fill(acc.begin(), acc.end(), 0.f);
+      // Taps outside the image read the fill value (OpenCV's constant border).
+      for (int a = 0; a < k; ++a) {
+        const long yy = y0 + a;
+        const bool row_in = yy >= 0 && yy < src.height;
+        for (int b = 0; b < k; ++b) {
+          const long xx = x0 + b;
+          const float w = wy[a] * wx[b];
+          if (row_in && xx >= 0 && xx < src.width) {
+            const uint8_t* s = src.data + src.stride * yy + xx * c;
+            for (int ch = 0; ch < c; ++ch) acc[ch] += w * s[ch];
+          } else {
+            for (int ch = 0; ch < c; ++ch) acc[ch] += w * fill;
+          }
+        }
+      }
+      for (int ch = 0; ch < c; ++ch) px[ch] = static_cast<uint8_t>(std::min(std::max(std::lround(acc[ch]), 0L), 255L));
+    }
+  }
+  return out;
+}
+
+// OpenCV's 8-bit RGB <-> HLS (H in [0, 180), L and S in [0, 255]), rounding half to even as
+// OpenCV's saturate_cast does.
+void RgbToHls(const uint8_t* px, int* hls) {
+  float r = px[0] / 255.f, g = px[1] / 255.f, b = px[2] / 255.f;
+  float mx = std::max({r, g, b}), mn = std::min({r, g, b});
+  float l = (mx + mn) / 2, s = 0, h = 0, d = mx - mn;
+  if (d > 1e-6f) {
+    s = l < 0.5f ? d / (mx + mn) : d / (2.f - mx - mn);
+    if (mx == r) h = 60.f * (g - b) / d;
+    else if (mx == g) h = 120.f + 60.f * (b - r) / d;
+    else h = 240.f + 60.f * (r - g) / d;
+    if (h < 0) h += 360.f;
+  }
+  hls[0] = static_cast<int>(std::lrint(h / 2)) % 180;
+  hls[1] = static_cast<int>(std::lrint(l * 255));
+  hls[2] = static_cast<int>(std::lrint(s * 255));
+}
+
+void HlsToRgb(const int* hls, uint8_t* px) {
+  float h = hls[0] * 2.f, l = hls[1] / 255.f, s = hls[2] / 255.f;
+  float rgb[3] = {l, l, l};
+  if (s > 0) {
+    float q = l < 0.5f ? l * (1 + s) : l + s - l * s, p = 2 * l - q;
+    auto chan = [&](float t) {
+      t = std::fmod(t + 360.f, 360.f);
+      if (t < 60) return p + (q - p) * t / 60;
+      if (t < 180) return q;
+      if (t < 240) return p + (q - p) * (240 - t) / 60;
+      return p;
+    };
+    rgb[0] = chan(h + 120);
+    rgb[1] = chan(h);
+    rgb[2] = chan(h - 120);
+  }
+  for (int c = 0; c < 3; ++c) px[c] = static_cast<uint8_t>(std::clamp<long>(std::lrint(rgb[c] * 255), 0, 255));
 }
 
 bool ValidInterMethod(int method) { return (method >= 0 && method <= 4) || method == 9 || method == 10; }

@@ -48,6 +48,16 @@ std::string EncodeImage(const ImageView& img, const std::string& format, int qua
 // centres follow cv2 (half-pixel), so results agree with cv2.resize to within rounding.
 Image ResizeImage(const ImageView& src, int out_width, int out_height, int interp = 1);
 
+// OpenCV's warpAffine with a constant border: destination pixel (x, y) is the source at
+// M^-1 (x, y), M = [m0 m1 m2; m3 m4 m5] mapping source to destination pixel coordinates;
+// interp as ResizeImage (area samples bilinearly, as OpenCV's warp does); taps outside the
+// source read `fill` in every channel.
+Image WarpAffine(const ImageView& src, const double m[6], int out_width, int out_height, int interp, uint8_t fill);
+
+// OpenCV's 8-bit RGB <-> HLS (H in [0, 180), L and S in [0, 255]) of one pixel.
+void RgbToHls(const uint8_t* px, int* hls);
+void HlsToRgb(const int* hls, uint8_t* px);
+
 // MXNet's inter_method (its image iterators' parameter) as one of ResizeImage's: 0..4 as
 // they are; 9 (auto) bicubic when both sides grow, area when both shrink, else bilinear;
 // 10 (random) one of 0..4 drawn from *rng. Anything else is refused (kValue).

@@ -370,43 +370,6 @@ Image Resized(const Image& im, int w, int h, int method, std::mt19937* rng) {
   return ResizeImage(ImageView::Of(im), w, h, ChooseInterMethod(method, im.width, im.height, w, h, rng));
 }
 
-// OpenCV's 8-bit RGB <-> HLS (H in [0, 180), L and S in [0, 255]), rounding half to even as
-// OpenCV's saturate_cast does.
-void RgbToHls(const uint8_t* px, int* hls) {
-  float r = px[0] / 255.f, g = px[1] / 255.f, b = px[2] / 255.f;
-  float mx = std::max({r, g, b}), mn = std::min({r, g, b});
-  float l = (mx + mn) / 2, s = 0, h = 0, d = mx - mn;
-  if (d > 1e-6f) {
-    s = l < 0.5f ? d / (mx + mn) : d / (2.f - mx - mn);
-    if (mx == r) h = 60.f * (g - b) / d;
-    else if (mx == g) h = 120.f + 60.f * (b - r) / d;
-    else h = 240.f + 60.f * (r - g) / d;
-    if (h < 0) h += 360.f;
-  }
-  hls[0] = static_cast<int>(std::lrint(h / 2)) % 180;
-  hls[1] = static_cast<int>(std::lrint(l * 255));
-  hls[2] = static_cast<int>(std::lrint(s * 255));
-}
-
-void HlsToRgb(const int* hls, uint8_t* px) {
-  float h = hls[0] * 2.f, l = hls[1] / 255.f, s = hls[2] / 255.f;
-  float rgb[3] = {l, l, l};
-  if (s > 0) {
-    float q = l < 0.5f ? l * (1 + s) : l + s - l * s, p = 2 * l - q;
-    auto chan = [&](float t) {
-      t = std::fmod(t + 360.f, 360.f);
-      if (t < 60) return p + (q - p) * t / 60;
-      if (t < 180) return q;
-      if (t < 240) return p + (q - p) * (240 - t) / 60;
-      return p;
-    };
-    rgb[0] = chan(h + 120);
-    rgb[1] = chan(h);
-    rgb[2] = chan(h - 120);
-  }
-  for (int c = 0; c < 3; ++c) px[c] = static_cast<uint8_t>(std::clamp<long>(std::lrint(rgb[c] * 255), 0, 255));
-}
-
 // MXNet's default detection augmenter on one decoded image; updates `label`.
 Image Augment(Image res, std::vector<float>* label, const DetAugParam& p, int out_h, int out_w, std::mt19937* rng,
               const std::string& what) {

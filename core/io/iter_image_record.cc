@@ -16,10 +16,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <exception>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <random>
+#include <sstream>
+#include <unordered_map>
 
 #include "core/io/data_iter.h"
 #include "core/io/image_aug.h"
@@ -31,6 +35,7 @@ namespace weft {
 namespace io {
 
 struct ImageRecParam {
+  std::string path_imglist;
   std::string path_imgrec;
   std::string path_imgidx;
   Shape data_shape;
@@ -47,8 +52,13 @@ struct ImageRecParam {
   int shuffle_chunk_seed = 0;
   std::string data_name = "data";
   std::string label_name = "softmax_label";
+  std::string aug_seq = "aug_default";
+  std::optional<int> seed_aug;
 };
 WEFT_PARAM_SCHEMA(ImageRecParam, s) {
+  s.Field("path_imglist", &ImageRecParam::path_imglist).Default("")
+      .Describe("Dataset Param: a list file (index, label_width labels and the path per line, as im2rec writes it) "
+                "whose labels replace the records' own, matched by the records' image index.");
   s.Field("path_imgrec", &ImageRecParam::path_imgrec).Describe("Dataset Param: path to the image RecordIO (.rec) file.");
   s.Field("path_imgidx", &ImageRecParam::path_imgidx).Default("")
       .Describe("Dataset Param: path to its .idx file (optional; saves a pass over the file).");
@@ -74,6 +84,10 @@ WEFT_PARAM_SCHEMA(ImageRecParam, s) {
       .Describe("The seed of MXNet's chunk shuffling; accepted, seed drives Weft's shuffle.");
   s.Field("data_name", &ImageRecParam::data_name).Default("data").Describe("Name of the data array.");
   s.Field("label_name", &ImageRecParam::label_name).Default("softmax_label").Describe("Name of the label array.");
+  s.Field("aug_seq", &ImageRecParam::aug_seq).Default("aug_default").Choices({"aug_default"})
+      .Describe("Augmentation Param: the augmenter (MXNet's default one, the only one).");
+  s.Field("seed_aug", &ImageRecParam::seed_aug).Default(std::nullopt)
+      .Describe("Augmentation Param: random seed of the augmentations alone (default: seed).");
 }
 
 namespace {
@@ -121,6 +135,7 @@ class ImageRecordIter : public DataIter {
     data_shape_ = Shape{p.batch_size, c_, h_, w_};
     label_shape_ = p.label_width == 1 ? Shape{p.batch_size} : Shape{p.batch_size, p.label_width};
     order_.resize(offsets_.size());
+    if (!p.path_imglist.empty()) LoadImageList();
     if (!aug.mean_img.empty()) PrepareMeanImage();
     epoch_ = -1;
     Reset();
@@ -163,7 +178,8 @@ class ImageRecordIter : public DataIter {
     std::vector<uint64_t> index(batch, 0);
     std::exception_ptr error;
     std::atomic<bool> failed{false};
-    const uint64_t epoch_seed = Mix64(static_cast<uint64_t>(p_.seed) ^ (static_cast<uint64_t>(epoch_) << 32));
+    const uint64_t aug_seed = static_cast<uint64_t>(p_.seed_aug ? *p_.seed_aug : p_.seed);
+    const uint64_t epoch_seed = Mix64(aug_seed ^ (static_cast<uint64_t>(epoch_) << 32));
 #pragma omp parallel for num_threads(p_.preprocess_threads) schedule(dynamic, 1)
     for (long i = 0; i < static_cast<long>(filled); ++i) {
       if (failed.load(std::memory_order_relaxed)) continue;
@@ -172,7 +188,13 @@ class ImageRecordIter : public DataIter {
         ImageRecordView v = UnpackImageRecord(records_[i].data(), records_[i].size(),
                                               "'" + p_.path_imgrec + "' at offset " + std::to_string(off));
         float* lab = lptr + static_cast<size_t>(i) * p_.label_width;
-        if (v.header.flag == 0) {
+        if (!list_labels_.empty()) {
+          auto found = list_labels_.find(v.header.id);
+          WEFT_CHECK(found != list_labels_.end(), kValue, "ImageRecordIter: the record at offset ", off, " of '",
+                     p_.path_imgrec, "' is image ", v.header.id, ", which path_imglist '", p_.path_imglist,
+                     "' does not list");
+          std::copy(found->second.begin(), found->second.end(), lab);
+        } else if (v.header.flag == 0) {
           WEFT_CHECK(p_.label_width == 1, kValue, "ImageRecordIter: the record at offset ", off, " of '", p_.path_imgrec,
                      "' has one label but label_width is ", p_.label_width);
           lab[0] = v.header.label;
@@ -212,6 +234,26 @@ class ImageRecordIter : public DataIter {
   }
 
  private:
+  // path_imglist: each line "index label... path"; blank lines are skipped.
+  void LoadImageList() {
+    std::ifstream in(p_.path_imglist);
+    WEFT_CHECK(in.good(), kIO, "ImageRecordIter: cannot open path_imglist '", p_.path_imglist, "'");
+    std::string line;
+    for (int lineno = 1; std::getline(in, line); ++lineno) {
+      std::istringstream is(line);
+      double index = 0;
+      if (!(is >> index)) continue;
+      std::vector<float> labels(p_.label_width);
+      for (float& l : labels)
+        WEFT_CHECK(static_cast<bool>(is >> l), kValue, "ImageRecordIter: line ", lineno, " of path_imglist '",
+                   p_.path_imglist, "' has fewer than label_width = ", p_.label_width, " labels");
+      WEFT_CHECK(index >= 0 && index == std::floor(index), kValue, "ImageRecordIter: line ", lineno,
+                 " of path_imglist '", p_.path_imglist, "' starts with ", index, ", not an image index");
+      list_labels_[static_cast<uint64_t>(index)] = std::move(labels);
+    }
+    WEFT_CHECK(!list_labels_.empty(), kValue, "ImageRecordIter: path_imglist '", p_.path_imglist, "' lists no image");
+  }
+
   void PrepareMeanImage() {
     const std::string& path = aug_.mean_img;
     const Shape want{c_, h_, w_};
@@ -281,6 +323,7 @@ class ImageRecordIter : public DataIter {
   std::vector<std::string> records_;
   std::vector<size_t> positions_;
   std::vector<float> mean_img_;  // c x h x w, empty without mean_img
+  std::unordered_map<uint64_t, std::vector<float>> list_labels_;  // path_imglist's, by image index
   DataBatch out_;
 };
 
@@ -299,9 +342,13 @@ WEFT_REGISTER_DATA_ITER(ImageRecordIter)
     .Describe("Iterates on image RecordIO files (made by im2rec).\n\n"
               "Reads JPEG/PNG image records, decodes and augments them on preprocess_threads threads and "
               "returns data of shape (batch_size,) + data_shape (RGB, CHW, float32) and labels of shape "
-              "(batch_size,) or (batch_size, label_width). Augmentations run in the order: resize of the "
-              "shorter edge, crop (random_resized_crop, rand_crop or centre), brightness/contrast/saturation "
-              "jitter, mirror, then (x - mean) / std * scale, where mean is mean_r/g/b or the mean image "
+              "(batch_size,) or (batch_size, label_width). Augmentations run in the order of MXNet's default "
+              "augmenter: resize of the shorter edge, the affine warp (max_rotate_angle or rotate, "
+              "max_shear_ratio, min/max_random_scale, the aspect ratio without random_resized_crop, "
+              "min/max_img_size; fill_value outside), pad, crop (random_resized_crop, a square of "
+              "min/max_crop_size, or data_shape at a random or the centre place), brightness/contrast/saturation "
+              "jitter, random_h/s/l in HSL space, pca_noise, mirror, then (x - mean) / std * scale, where mean "
+              "is mean_r/g/b or the mean image "
               "(mean_img, computed over the data set and saved when its file does not exist). num_parts/part_index "
               "read a share of the file.")
     .AddParams<ImageRecParam>()

@@ -142,6 +142,24 @@ def test_uint8_and_float_resizes_agree(interp, size):
     assert np.abs(u8.astype(np.float64) - np.clip(np.round(f32), 0, 255)).max() <= 1
 
 
+def test_nearest_resize_takes_opencvs_cells():
+    # OpenCV's INTER_NEAREST reads cell floor(x * (1 / (out / in))): for 2 -> 98 cells the
+    # exact 49 * 2 / 98 = 1 comes out just below 1, so output 49 still reads cell 0 (MXNet's
+    # test of imresize compares with OpenCV and met such cells).
+    row = np.array([[[10], [20]]], dtype=np.uint8)
+    u8 = weft.image.imresize(weft.nd.array(row, dtype=np.uint8), 98, 1, interp=0).asnumpy()[0, :, 0]
+    f32 = weft.nd.image.resize(weft.nd.array(row.astype(np.float32)), size=(98, 1), interp=0).asnumpy()[0, :, 0]
+    want = np.where(np.arange(98) <= 49, 10, 20)
+    np.testing.assert_array_equal(u8, want)
+    np.testing.assert_array_equal(f32, want)
+    cv2 = pytest.importorskip("cv2")
+    src = np.arange(500, dtype=np.float32).reshape(1, 500, 1).repeat(2, axis=0)
+    for out_w in range(1, 1000, 7):
+        ref = cv2.resize(src[:, :, 0], (out_w, 2), interpolation=0)
+        got = weft.nd.image.resize(weft.nd.array(src), size=(out_w, 2), interp=0).asnumpy()[:, :, 0]
+        np.testing.assert_array_equal(got, ref, err_msg="500 -> %d" % out_w)
+
+
 @pytest.mark.parametrize("interp", [0, 1, 2, 3, 4])
 @pytest.mark.parametrize("size", [(80, 61), (20, 15), (30, 50), (53, 18)])
 def test_resize_matches_opencv(interp, size):
@@ -372,6 +390,111 @@ def test_image_record_iter_inter_methods(tmp_path):
     np.testing.assert_array_equal(drawn, batch(10, seed=3))
     with pytest.raises(weft.MXNetError, match="inter_method must be 0..4, 9 or 10, got 5"):
         batch(5)
+
+
+def _png_records(tmp_path, images, name="aug.rec"):
+    """A .rec of lossless PNG records (image i has label i and index i); images are RGB."""
+    path = str(tmp_path / name)
+    w = recordio.MXRecordIO(path, "w")
+    for i, img in enumerate(images):
+        w.write(recordio.pack_img((0, float(i), i, 0), np.ascontiguousarray(img[:, :, ::-1]), img_fmt=".png"))
+    w.close()
+    return path
+
+
+def _first_batch(path, n, shape, **kw):
+    wio = pytest.importorskip("weft.io")
+    return wio.ImageRecordIter(path_imgrec=path, data_shape=shape, batch_size=n, **kw).next()
+
+
+def test_image_record_iter_rotation_shear_and_scale(tmp_path):
+    # MXNet's affine augmentation: a 90 degree rotation of a square image maps pixel (x, y)
+    # to (y, W - x), pixels brought in from outside take fill_value.
+    img = photo_like(20, 20, seed=7)
+    path = _png_records(tmp_path, [img])
+    got = _first_batch(path, 1, (3, 20, 20), rotate=90, fill_value=9).data[0].asnumpy()[0].transpose(1, 2, 0)
+    want = np.full_like(img, 9)
+    want[1:] = img.transpose(1, 0, 2)[19:0:-1]  # out[y, x] = img[x, 20 - y]
+    np.testing.assert_allclose(got, want, atol=1)
+    # Against OpenCV's warpAffine with MXNet's matrix for a rotation, a shear and a scale.
+    cv2 = pytest.importorskip("cv2")
+    img = photo_like(48, 64, seed=8)
+    path = _png_records(tmp_path, [img], "affine.rec")
+    for kw in (dict(rotate=30), dict(max_shear_ratio=0.3, seed=2), dict(min_random_scale=0.5, max_random_scale=0.5)):
+        got = _first_batch(path, 1, (3, 24, 32), fill_value=0, inter_method=1, **kw).data[0].asnumpy()[0]
+        assert got.shape == (3, 24, 32)
+    got = _first_batch(path, 1, (3, 48, 64), rotate=30, fill_value=0).data[0].asnumpy()[0].transpose(1, 2, 0)
+    a, b = np.cos(np.pi / 6), np.sin(np.pi / 6)
+    m = np.array([[a, b, 0], [-b, a, 0]])
+    m[0, 2] = (64 - (m[0, 0] * 64 + m[0, 1] * 48)) / 2
+    m[1, 2] = (48 - (m[1, 0] * 64 + m[1, 1] * 48)) / 2
+    ref = cv2.warpAffine(img, m, (64, 48), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+    diff = np.abs(got - ref.astype(np.float32))
+    assert diff.mean() < 0.5 and np.percentile(diff, 99) <= 2
+
+
+def test_image_record_iter_pad_crop_size_and_aspect(tmp_path):
+    img = photo_like(20, 30, seed=9)
+    path = _png_records(tmp_path, [img])
+    # pad=3 with fill_value 5 around the image, then the centre data_shape crop.
+    got = _first_batch(path, 1, (3, 26, 36), pad=3, fill_value=5).data[0].asnumpy()[0].transpose(1, 2, 0)
+    want = np.pad(img, [(3, 3), (3, 3), (0, 0)], constant_values=5)
+    np.testing.assert_array_equal(got, want)
+    # A centred square of min_crop_size = max_crop_size = 10, resized to data_shape.
+    got = _first_batch(path, 1, (3, 10, 10), min_crop_size=10, max_crop_size=10).data[0].asnumpy()[0]
+    np.testing.assert_array_equal(got.transpose(1, 2, 0), img[5:15, 10:20])
+    # The aspect ratio without random_resized_crop stretches the image (MXNet's affine path):
+    # different seeds give different images.
+    a = _first_batch(path, 1, (3, 16, 16), max_aspect_ratio=0.5, seed=1).data[0].asnumpy()
+    b = _first_batch(path, 1, (3, 16, 16), max_aspect_ratio=0.5, seed=2).data[0].asnumpy()
+    assert np.abs(a - b).mean() > 1
+    with pytest.raises(weft.MXNetError, match="smaller than max_crop_size 40"):
+        _first_batch(path, 1, (3, 10, 10), min_crop_size=10, max_crop_size=40)
+    with pytest.raises(weft.MXNetError, match="random_resized_crop conflicts"):
+        _first_batch(path, 1, (3, 10, 10), random_resized_crop=True, max_random_scale=2.0)
+
+
+def test_image_record_iter_hsl_and_pca_noise(tmp_path):
+    img = photo_like(16, 16, seed=10)
+    path = _png_records(tmp_path, [img])
+    plain = _first_batch(path, 1, (3, 16, 16)).data[0].asnumpy()[0]
+    # PCA noise adds one offset per channel to every pixel (clamped to [0, 255], truncated).
+    noisy = _first_batch(path, 1, (3, 16, 16), pca_noise=0.5, seed=4).data[0].asnumpy()[0]
+    inner = (plain > 40) & (plain < 215)
+    for c in range(3):
+        offs = np.unique(noisy[c][inner[c]] - plain[c][inner[c]])
+        assert offs.max() - offs.min() <= 1, offs
+    assert np.abs(noisy - plain).max() >= 1
+    # random_l shifts L in HSL space by one whole value in [-10, 10]: OpenCV's conversions
+    # with one of those shifts give the output.
+    cv2 = pytest.importorskip("cv2")
+    got = _first_batch(path, 1, (3, 16, 16), random_l=10, seed=5).data[0].asnumpy()[0].transpose(1, 2, 0)
+    hls = cv2.cvtColor(img, cv2.COLOR_RGB2HLS).astype(int)
+    best = min(range(-10, 11), key=lambda d: np.abs(cv2.cvtColor(
+        np.dstack([hls[..., 0], np.clip(hls[..., 1] + d, 0, 255), hls[..., 2]]).astype(np.uint8),
+        cv2.COLOR_HLS2RGB).astype(int) - got).max())
+    shifted = np.dstack([hls[..., 0], np.clip(hls[..., 1] + best, 0, 255), hls[..., 2]]).astype(np.uint8)
+    assert np.abs(cv2.cvtColor(shifted, cv2.COLOR_HLS2RGB).astype(int) - got).max() <= 2
+    assert best != 0 or np.array_equal(got, plain.transpose(1, 2, 0))
+
+
+def test_image_record_iter_labels_from_path_imglist(tmp_path):
+    imgs = [photo_like(12, 12, seed=s) for s in range(3)]
+    path = _png_records(tmp_path, imgs)
+    lst = tmp_path / "labels.lst"
+    lst.write_text("0\t7\t70\ta.png\n\n1\t8\t80\tb.png\n2\t9\t90\tc.png\n")
+    b = _first_batch(path, 3, (3, 12, 12), path_imglist=str(lst), label_width=2)
+    np.testing.assert_array_equal(b.label[0].asnumpy(), [[7, 70], [8, 80], [9, 90]])
+    lst.write_text("0\t7\ta.png\n")
+    with pytest.raises(weft.MXNetError, match="is image 1, which path_imglist .* does not list"):
+        _first_batch(path, 3, (3, 12, 12), path_imglist=str(lst))
+    lst.write_text("0\t7\ta.png\n")
+    with pytest.raises(weft.MXNetError, match="fewer than label_width = 2 labels"):
+        _first_batch(path, 3, (3, 12, 12), path_imglist=str(lst), label_width=2)
+    # seed_aug seeds the augmentations apart from seed.
+    x = _first_batch(path, 3, (3, 8, 8), rand_crop=True, seed=1, seed_aug=3).data[0].asnumpy()
+    y = _first_batch(path, 3, (3, 8, 8), rand_crop=True, seed=2, seed_aug=3).data[0].asnumpy()
+    np.testing.assert_array_equal(x, y)
 
 
 def test_resize_short_and_center_crop():

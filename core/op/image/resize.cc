@@ -1,7 +1,7 @@
 // _image_resize: resizes an image (H, W, C) or batch (N, H, W, C) to size = (width, height),
 // or with one size to a square, or with keep_ratio to that size on the short edge (the long
-// one scaled in proportion, rounded down). interp as OpenCV's: 0 nearest (source cell
-// floor(o * in / out)), 1 bilinear (half-pixel centres), 2 bicubic, 3 area, 4 Lanczos
+// one scaled in proportion, rounded down). interp as OpenCV's: 0 nearest (OpenCV's source
+// cells, resample.h), 1 bilinear (half-pixel centres), 2 bicubic, 3 area, 4 Lanczos
 // (resample.h). Integer images round the interpolated value to the nearest one and
 // saturate (OpenCV's fixed-point arithmetic may differ by 1). The output keeps the input's
 // dtype. As in MXNet, there is no gradient.
@@ -79,11 +79,7 @@ void Resize(const Shape& s, const Shape& o, int interp, const T* x, T* y) {
   const int r = s.ndim() - 3;
   const int64_t n = r == 1 ? s[0] : 1, H = s[r], W = s[r + 1], C = s[r + 2], h = o[r], w = o[r + 1];
   if (interp == 0) {
-    std::vector<int64_t> ys(static_cast<size_t>(h)), xs(static_cast<size_t>(w));
-    for (int64_t i = 0; i < h; ++i)
-      ys[static_cast<size_t>(i)] = std::min<int64_t>(static_cast<int64_t>(std::floor(static_cast<double>(i) * H / h)), H - 1);
-    for (int64_t j = 0; j < w; ++j)
-      xs[static_cast<size_t>(j)] = std::min<int64_t>(static_cast<int64_t>(std::floor(static_cast<double>(j) * W / w)), W - 1);
+    const std::vector<int64_t> ys = NearestCells(H, h), xs = NearestCells(W, w);
     ParallelFor(n * h, ItemGrain(w * C), [&](int64_t qb, int64_t qe) {
       for (int64_t q = qb; q < qe; ++q) {
         const int64_t b = q / h, i = q % h;

@@ -47,6 +47,17 @@ inline std::vector<LinearTap> LinearTaps(int64_t in, int64_t out, bool align_cor
 namespace weft {
 namespace op {
 
+// Nearest-neighbour source cells as OpenCV's INTER_NEAREST takes them: floor(o * (1 / (out /
+// in))), the scale inverted in double precision as OpenCV does, so that an exact product
+// (o * in / out a whole number) can fall just below it and pick the cell before; clamped.
+inline std::vector<int64_t> NearestCells(int64_t in, int64_t out) {
+  std::vector<int64_t> cells(static_cast<size_t>(std::max<int64_t>(out, 0)));
+  const double inv = 1.0 / (static_cast<double>(out) / static_cast<double>(in));
+  for (int64_t o = 0; o < out; ++o)
+    cells[static_cast<size_t>(o)] = std::min<int64_t>(static_cast<int64_t>(std::floor(static_cast<double>(o) * inv)), in - 1);
+  return cells;
+}
+
 // The taps of OpenCV-style resampling along one axis: output position o reads
 // idx[o * k + j] (clamped to the input) with weight w[o * k + j].
 struct ResampleTaps {

@@ -110,7 +110,7 @@ func ImageDetRecordIter(dataShape []int, batchSize int, opts ...Option) (*weft.D
 //
 // Iterates on image RecordIO files (made by im2rec).
 //
-// Reads JPEG/PNG image records, decodes and augments them on preprocess_threads threads and returns data of shape (batch_size,) + data_shape (RGB, CHW, float32) and labels of shape (batch_size,) or (batch_size, label_width). Augmentations run in the order: resize of the shorter edge, crop (random_resized_crop, rand_crop or centre), brightness/contrast/saturation jitter, mirror, then (x - mean) / std * scale, where mean is mean_r/g/b or the mean image (mean_img, computed over the data set and saved when its file does not exist). num_parts/part_index read a share of the file.
+// Reads JPEG/PNG image records, decodes and augments them on preprocess_threads threads and returns data of shape (batch_size,) + data_shape (RGB, CHW, float32) and labels of shape (batch_size,) or (batch_size, label_width). Augmentations run in the order of MXNet's default augmenter: resize of the shorter edge, the affine warp (max_rotate_angle or rotate, max_shear_ratio, min/max_random_scale, the aspect ratio without random_resized_crop, min/max_img_size; fill_value outside), pad, crop (random_resized_crop, a square of min/max_crop_size, or data_shape at a random or the centre place), brightness/contrast/saturation jitter, random_h/s/l in HSL space, pca_noise, mirror, then (x - mean) / std * scale, where mean is mean_r/g/b or the mean image (mean_img, computed over the data set and saved when its file does not exist). num_parts/part_index read a share of the file.
 //
 // Required parameters:
 //   - pathImgrec string: Dataset Param: path to the image RecordIO (.rec) file.
@@ -118,6 +118,7 @@ func ImageDetRecordIter(dataShape []int, batchSize int, opts ...Option) (*weft.D
 //   - batchSize int: Batch Param: batch size.
 //
 // Options:
+//   - WithPathImglist(string): Dataset Param: a list file (index, label_width labels and the path per line, as im2rec writes it) whose labels replace the records' own, matched by the records' image index. (default none)
 //   - WithPathImgidx(string): Dataset Param: path to its .idx file (optional; saves a pass over the file). (default none)
 //   - WithLabelWidth(int): Dataset Param: number of labels per image. (default 1)
 //   - WithShuffle(bool): Augmentation Param: whether to shuffle the samples (again at every reset). (default False)
@@ -131,6 +132,8 @@ func ImageDetRecordIter(dataShape []int, batchSize int, opts ...Option) (*weft.D
 //   - WithShuffleChunkSeed(int): The seed of MXNet's chunk shuffling; accepted, seed drives Weft's shuffle. (default 0)
 //   - WithDataName(string): Name of the data array. (default data)
 //   - WithLabelName(string): Name of the label array. (default softmax_label)
+//   - WithAugSeq(string): Augmentation Param: the augmenter (MXNet's default one, the only one). (default aug_default)
+//   - WithSeedAug(int): Augmentation Param: random seed of the augmentations alone (default: seed). (default None)
 //   - WithResize(int): Augmentation Param: resize the shorter edge to this size before cropping (-1: no resize). (default -1)
 //   - WithRandCrop(bool): Augmentation Param: crop data_shape at a random position (else at the centre). (default False)
 //   - WithRandomResizedCrop(bool): Augmentation Param: crop a random area and aspect ratio, then resize it to data_shape (10 tries, then a centre crop). (default False)
@@ -152,6 +155,21 @@ func ImageDetRecordIter(dataShape []int, batchSize int, opts ...Option) (*weft.D
 //   - WithScale(float64): Normalize Param: multiplier after normalisation. (default 1)
 //   - WithMeanImg(string): Normalize Param: file of the mean image, subtracted instead of mean_r/mean_g/mean_b. When the file does not exist, the mean of the (augmented, normalised) images of the data set is computed on creation and saved there as an NDArray file with the key "mean_img". (default none)
 //   - WithInterMethod(int): Augmentation Param: interpolation: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos, 9 auto (bicubic to enlarge, area to shrink, else bilinear), 10 one of 0..4 at random per image. (default 1)
+//   - WithMaxRotateAngle(float64): Augmentation Param: rotate by a random whole number of degrees in [-v, v]. (default 0)
+//   - WithRotate(float64): Augmentation Param: rotate by this angle (degrees) when positive, instead of max_rotate_angle. (default -1)
+//   - WithMaxShearRatio(float64): Augmentation Param: shear (x, y) -> (x + m y, y) with m drawn from [-v, v]. (default 0)
+//   - WithMaxCropSize(int): Augmentation Param: crop a square of a random side in [min_crop_size, max_crop_size] (then resized to data_shape); ignored with random_resized_crop. (default -1)
+//   - WithMinCropSize(int): Augmentation Param: the smallest side of that square crop. (default -1)
+//   - WithMaxRandomScale(float64): Augmentation Param: scale the image by s drawn from [min_random_scale, max_random_scale]. (default 1)
+//   - WithMinRandomScale(float64): Augmentation Param: the smallest such scale. (default 1)
+//   - WithMaxImgSize(float64): Augmentation Param: largest width and height after the scale and rotation. (default 10000000000)
+//   - WithMinImgSize(float64): Augmentation Param: smallest width and height after the scale and rotation. (default 0)
+//   - WithPcaNoise(float64): Augmentation Param: add AlexNet's PCA lighting noise (ImageNet eigenvectors, alphas drawn from N(0, pca_noise)). (default 0)
+//   - WithRandomH(int): Augmentation Param: add a random value in [-v, v] to the H channel in HSL space (H in [0, 180)). (default 0)
+//   - WithRandomS(int): Augmentation Param: add a random value in [-v, v] to the S channel in HSL space. (default 0)
+//   - WithRandomL(int): Augmentation Param: add a random value in [-v, v] to the L channel in HSL space. (default 0)
+//   - WithFillValue(int): Augmentation Param: value of the pixels the rotation, shear and pad bring in. (default 255)
+//   - WithPad(int): Augmentation Param: pad every side by this many fill_value pixels before cropping. (default 0)
 //   - WithPrefetchBuffer(int): Batches prepared ahead on a background thread (0 loads in the caller's thread) (default 4)
 func ImageRecordIter(pathImgrec string, dataShape []int, batchSize int, opts ...Option) (*weft.DataIter, error) {
 	c := newCall(opts)
@@ -365,10 +383,22 @@ func WithMaxCropScales(v []float64) Option {
 	return param("max_crop_scales", v)
 }
 
+// WithMaxCropSize sets the parameter max_crop_size.
+// Augmentation Param: crop a square of a random side in [min_crop_size, max_crop_size] (then resized to data_shape); ignored with random_resized_crop.
+func WithMaxCropSize(v int) Option {
+	return param("max_crop_size", v)
+}
+
 // WithMaxCropTrials sets the parameter max_crop_trials.
 // Augmentation Param: crop boxes tried per sampler before it gives up.
 func WithMaxCropTrials(v []float64) Option {
 	return param("max_crop_trials", v)
+}
+
+// WithMaxImgSize sets the parameter max_img_size.
+// Augmentation Param: largest width and height after the scale and rotation.
+func WithMaxImgSize(v float64) Option {
+	return param("max_img_size", v)
 }
 
 // WithMaxPadScale sets the parameter max_pad_scale.
@@ -405,6 +435,24 @@ func WithMaxRandomIllumination(v int) Option {
 // Augmentation Param: maximum change of S in HLS space (0..255).
 func WithMaxRandomSaturation(v int) Option {
 	return param("max_random_saturation", v)
+}
+
+// WithMaxRandomScale sets the parameter max_random_scale.
+// Augmentation Param: scale the image by s drawn from [min_random_scale, max_random_scale].
+func WithMaxRandomScale(v float64) Option {
+	return param("max_random_scale", v)
+}
+
+// WithMaxRotateAngle sets the parameter max_rotate_angle.
+// Augmentation Param: rotate by a random whole number of degrees in [-v, v].
+func WithMaxRotateAngle(v float64) Option {
+	return param("max_rotate_angle", v)
+}
+
+// WithMaxShearRatio sets the parameter max_shear_ratio.
+// Augmentation Param: shear (x, y) -> (x + m y, y) with m drawn from [-v, v].
+func WithMaxShearRatio(v float64) Option {
+	return param("max_shear_ratio", v)
 }
 
 // WithMeanA sets the parameter mean_a.
@@ -473,10 +521,28 @@ func WithMinCropScales(v []float64) Option {
 	return param("min_crop_scales", v)
 }
 
+// WithMinCropSize sets the parameter min_crop_size.
+// Augmentation Param: the smallest side of that square crop.
+func WithMinCropSize(v int) Option {
+	return param("min_crop_size", v)
+}
+
+// WithMinImgSize sets the parameter min_img_size.
+// Augmentation Param: smallest width and height after the scale and rotation.
+func WithMinImgSize(v float64) Option {
+	return param("min_img_size", v)
+}
+
 // WithMinRandomArea sets the parameter min_random_area.
 // Augmentation Param: smallest crop area as a fraction of the image (random_resized_crop).
 func WithMinRandomArea(v float64) Option {
 	return param("min_random_area", v)
+}
+
+// WithMinRandomScale sets the parameter min_random_scale.
+// Augmentation Param: the smallest such scale.
+func WithMinRandomScale(v float64) Option {
+	return param("min_random_scale", v)
 }
 
 // WithMirror sets the parameter mirror.
@@ -495,6 +561,12 @@ func WithNumCropSampler(v int) Option {
 // Partition the data into this many parts (distributed training).
 func WithNumParts(v int) Option {
 	return param("num_parts", v)
+}
+
+// WithPad sets the parameter pad.
+// Augmentation Param: pad every side by this many fill_value pixels before cropping.
+func WithPad(v int) Option {
+	return param("pad", v)
 }
 
 // WithPartIndex sets the parameter part_index.
@@ -519,6 +591,12 @@ func WithPathImglist(v string) Option {
 // Dataset Param: path to the image RecordIO (.rec) file.
 func WithPathImgrec(v string) Option {
 	return param("path_imgrec", v)
+}
+
+// WithPcaNoise sets the parameter pca_noise.
+// Augmentation Param: add AlexNet's PCA lighting noise (ImageNet eigenvectors, alphas drawn from N(0, pca_noise)).
+func WithPcaNoise(v float64) Option {
+	return param("pca_noise", v)
 }
 
 // WithPrefetchBuffer sets the parameter prefetch_buffer.
@@ -569,6 +647,12 @@ func WithRandomContrastProb(v float64) Option {
 	return param("random_contrast_prob", v)
 }
 
+// WithRandomH sets the parameter random_h.
+// Augmentation Param: add a random value in [-v, v] to the H channel in HSL space (H in [0, 180)).
+func WithRandomH(v int) Option {
+	return param("random_h", v)
+}
+
 // WithRandomHueProb sets the parameter random_hue_prob.
 // Augmentation Param: probability of a hue change.
 func WithRandomHueProb(v float64) Option {
@@ -581,10 +665,22 @@ func WithRandomIlluminationProb(v float64) Option {
 	return param("random_illumination_prob", v)
 }
 
+// WithRandomL sets the parameter random_l.
+// Augmentation Param: add a random value in [-v, v] to the L channel in HSL space.
+func WithRandomL(v int) Option {
+	return param("random_l", v)
+}
+
 // WithRandomResizedCrop sets the parameter random_resized_crop.
 // Augmentation Param: crop a random area and aspect ratio, then resize it to data_shape (10 tries, then a centre crop).
 func WithRandomResizedCrop(v bool) Option {
 	return param("random_resized_crop", v)
+}
+
+// WithRandomS sets the parameter random_s.
+// Augmentation Param: add a random value in [-v, v] to the S channel in HSL space.
+func WithRandomS(v int) Option {
+	return param("random_s", v)
 }
 
 // WithRandomSaturationProb sets the parameter random_saturation_prob.
@@ -603,6 +699,12 @@ func WithResize(v int) Option {
 // Augmentation Param: how the image fits data_shape. force: resized to it; shrink: shrunk to fit inside it, keeping the aspect ratio; fit: scaled to fit inside it, keeping the aspect ratio.
 func WithResizeMode(v string) Option {
 	return param("resize_mode", v)
+}
+
+// WithRotate sets the parameter rotate.
+// Augmentation Param: rotate by this angle (degrees) when positive, instead of max_rotate_angle.
+func WithRotate(v float64) Option {
+	return param("rotate", v)
 }
 
 // WithRoundBatch sets the parameter round_batch.
@@ -627,6 +729,12 @@ func WithScale(v float64) Option {
 // Augmentation Param: random seed.
 func WithSeed(v int) Option {
 	return param("seed", v)
+}
+
+// WithSeedAug sets the parameter seed_aug.
+// Augmentation Param: random seed of the augmentations alone (default: seed).
+func WithSeedAug(v int) Option {
+	return param("seed_aug", v)
 }
 
 // WithShuffle sets the parameter shuffle.
