@@ -60,7 +60,11 @@ inline float MeanAt(const float* mean, const float* mean_img, size_t plane, int 
 void WriteNormalized(const ImageAugParam& p, const AugPlan& plan, const ImageView& view, int out_c, int out_h,
                      int out_w, float* dst, const float* mean_img) {
   const float mean[3] = {p.mean_r, p.mean_g, p.mean_b};
-  const float mul[3] = {p.scale / p.std_r, p.scale / p.std_g, p.scale / p.std_b};
+  const float mul[3] = {p.scale / p.std_r * plan.norm_contrast, p.scale / p.std_g * plan.norm_contrast,
+                        p.scale / p.std_b * plan.norm_contrast};
+  // (x - mean) * mul + bias, the bias being the illumination in normalised units.
+  const float bias[3] = {plan.norm_illumination * p.scale / p.std_r, plan.norm_illumination * p.scale / p.std_g,
+                         plan.norm_illumination * p.scale / p.std_b};
   const size_t plane = static_cast<size_t>(out_h) * out_w;
   const bool jitter = plan.brightness != 1.f || plan.contrast != 1.f || plan.saturation != 1.f;
   if (!jitter) {
@@ -71,7 +75,7 @@ void WriteNormalized(const ImageAugParam& p, const AugPlan& plan, const ImageVie
         const uint8_t* px = row + static_cast<size_t>(sx) * out_c;
         for (int c = 0; c < out_c; ++c)
           dst[c * plane + static_cast<size_t>(y) * out_w + x] =
-              (px[c] - MeanAt(mean, mean_img, plane, out_w, c, y, sx)) * mul[c];
+              (px[c] - MeanAt(mean, mean_img, plane, out_w, c, y, sx)) * mul[c] + bias[c];
       }
     }
     return;
@@ -105,10 +109,19 @@ void WriteNormalized(const ImageAugParam& p, const AugPlan& plan, const ImageVie
       for (int c = 0; c < out_c; ++c) {
         float clamped = std::min(std::max(v[c], 0.f), 255.f);
         dst[c * plane + static_cast<size_t>(y) * out_w + x] =
-            (clamped - MeanAt(mean, mean_img, plane, out_w, c, y, sx)) * mul[c];
+            (clamped - MeanAt(mean, mean_img, plane, out_w, c, y, sx)) * mul[c] + bias[c];
       }
     }
   }
+}
+
+// MXNet's per-image normalisation jitter (ImageNormalizeParam): drawn only when asked for,
+// so that other settings keep their random streams.
+void DrawNormalizeJitter(const ImageAugParam& p, AugPlan* plan, std::mt19937* rng) {
+  std::uniform_real_distribution<float> unit(0.f, 1.f);
+  if (p.max_random_contrast > 0) plan->norm_contrast = unit(*rng) * p.max_random_contrast * 2 - p.max_random_contrast + 1;
+  if (p.max_random_illumination > 0)
+    plan->norm_illumination = unit(*rng) * p.max_random_illumination * 2 - p.max_random_illumination;
 }
 
 }  // namespace
@@ -169,6 +182,7 @@ AugPlan PlanAugment(const ImageAugParam& p, int src_h, int src_w, int out_h, int
   plan.contrast = jitter(p.contrast);
   plan.saturation = jitter(p.saturation);
   plan.inter_method = p.inter_method == 10 ? ChooseInterMethod(10, 0, 0, 0, 0, rng) : p.inter_method;
+  DrawNormalizeJitter(p, &plan, rng);
   return plan;
 }
 
@@ -396,6 +410,7 @@ void FullAugment(const ImageAugParam& p, const uint8_t* data, size_t size, int o
   }
   AugPlan plan;
   plan.mirror = p.mirror || (p.rand_mirror && unit(*rng) < 0.5f);
+  DrawNormalizeJitter(p, &plan, rng);
   WriteNormalized(p, plan, ImageView::Of(res), out_c, out_h, out_w, dst, mean_img);
 }
 

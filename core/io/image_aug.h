@@ -52,6 +52,8 @@ struct ImageAugParam {
   int random_l = 0;
   int fill_value = 255;
   int pad = 0;
+  float max_random_contrast = 0.f;
+  float max_random_illumination = 0.f;
 };
 WEFT_PARAM_SCHEMA(ImageAugParam, s) {
   s.Field("resize", &ImageAugParam::resize).Default(-1)
@@ -125,6 +127,10 @@ WEFT_PARAM_SCHEMA(ImageAugParam, s) {
       .Describe("Augmentation Param: value of the pixels the rotation, shear and pad bring in.");
   s.Field("pad", &ImageAugParam::pad).Default(0).Min(0)
       .Describe("Augmentation Param: pad every side by this many fill_value pixels before cropping.");
+  s.Field("max_random_contrast", &ImageAugParam::max_random_contrast).Default(0.f).Min(0)
+      .Describe("Normalize Param: multiply the normalised image by a factor drawn from [1 - v, 1 + v].");
+  s.Field("max_random_illumination", &ImageAugParam::max_random_illumination).Default(0.f).Min(0)
+      .Describe("Normalize Param: add a value drawn from [-v, v] (times scale / std) to the normalised image.");
 }
 
 // Whether MXNet's full default augmenter is needed (rotation, shear, random scale, aspect
@@ -140,6 +146,9 @@ struct AugPlan {
   bool mirror = false;
   float brightness = 1.f, contrast = 1.f, saturation = 1.f;
   int inter_method = 1;  // the parameter's, with 10 (random) drawn already
+  // max_random_contrast / max_random_illumination: the normalised value is
+  // (x - mean) * scale / std * norm_contrast + norm_illumination * scale / std.
+  float norm_contrast = 1.f, norm_illumination = 0.f;
 };
 
 // Checks the parameters' consistency; kValue naming the parameter otherwise.

@@ -54,6 +54,7 @@ struct ImageRecParam {
   std::string label_name = "softmax_label";
   std::string aug_seq = "aug_default";
   std::optional<int> seed_aug;
+  std::string dtype = "float32";
 };
 WEFT_PARAM_SCHEMA(ImageRecParam, s) {
   s.Field("path_imglist", &ImageRecParam::path_imglist).Default("")
@@ -88,6 +89,9 @@ WEFT_PARAM_SCHEMA(ImageRecParam, s) {
       .Describe("Augmentation Param: the augmenter (MXNet's default one, the only one).");
   s.Field("seed_aug", &ImageRecParam::seed_aug).Default(std::nullopt)
       .Describe("Augmentation Param: random seed of the augmentations alone (default: seed).");
+  s.Field("dtype", &ImageRecParam::dtype).Default("float32").Choices({"float32", "uint8", "int8"})
+      .Describe("Output data type: float32 (normalised), uint8 (the augmented pixels, no normalisation) or int8 "
+                "(pixel minus the rounded mean, saturated; no std or scale), as MXNet's.");
 }
 
 namespace {
@@ -113,6 +117,17 @@ class ImageRecordIter : public DataIter {
     WEFT_CHECK(p.part_index < p.num_parts, kValue, "ImageRecordIter: part_index (", p.part_index,
                ") must be below num_parts (", p.num_parts, ")");
     CheckImageAugParam(aug);
+    out_dtype_ = p.dtype == "uint8" ? DType::kUint8 : p.dtype == "int8" ? DType::kInt8 : DType::kFloat32;
+    if (out_dtype_ != DType::kFloat32) {
+      // Integer outputs hold pixels: uint8 as they are, int8 less the rounded mean, as MXNet's.
+      const bool int8 = out_dtype_ == DType::kInt8;
+      aug_.mean_r = int8 ? std::round(aug.mean_r) : 0.f;
+      aug_.mean_g = int8 ? std::round(aug.mean_g) : 0.f;
+      aug_.mean_b = int8 ? std::round(aug.mean_b) : 0.f;
+      aug_.std_r = aug_.std_g = aug_.std_b = aug_.scale = 1.f;
+      aug_.max_random_contrast = aug_.max_random_illumination = 0.f;
+      if (!int8) aug_.mean_img.clear();
+    }
     reader_.SetPart(p.part_index, p.num_parts);
     const uint64_t begin = reader_.Tell(), end = reader_.RangeEnd();
     if (!p.path_imgidx.empty()) {
@@ -136,7 +151,7 @@ class ImageRecordIter : public DataIter {
     label_shape_ = p.label_width == 1 ? Shape{p.batch_size} : Shape{p.batch_size, p.label_width};
     order_.resize(offsets_.size());
     if (!p.path_imglist.empty()) LoadImageList();
-    if (!aug.mean_img.empty()) PrepareMeanImage();
+    if (!aug_.mean_img.empty()) PrepareMeanImage();
     epoch_ = -1;
     Reset();
   }
@@ -168,9 +183,11 @@ class ImageRecordIter : public DataIter {
       WEFT_CHECK(reader_.Next(&records_[i]), kIO, "ImageRecordIter: no record at offset ", offsets_[order_[pos]], " of '",
                  p_.path_imgrec, "'");
     }
-    NDArray data(data_shape_, Context::CPU(), DType::kFloat32);
+    NDArray data(data_shape_, Context::CPU(), out_dtype_);
     NDArray label(label_shape_, Context::CPU(), DType::kFloat32);
-    float* dptr = data.data().ptr<float>();
+    // Integer outputs are computed in float first, then converted.
+    if (out_dtype_ != DType::kFloat32) scratch_.resize(static_cast<size_t>(data_shape_.Size()));
+    float* dptr = out_dtype_ == DType::kFloat32 ? data.data().ptr<float>() : scratch_.data();
     float* lptr = label.data().ptr<float>();
     const size_t sample = static_cast<size_t>(c_) * h_ * w_;
     std::fill(dptr + filled * sample, dptr + batch * sample, 0.f);
@@ -219,6 +236,14 @@ class ImageRecordIter : public DataIter {
       }
     }
     if (error) std::rethrow_exception(error);
+    if (out_dtype_ == DType::kUint8) {
+      uint8_t* q = data.data().ptr<uint8_t>();
+      for (size_t k = 0; k < scratch_.size(); ++k) q[k] = static_cast<uint8_t>(std::lrint(std::clamp(scratch_[k], 0.f, 255.f)));
+    } else if (out_dtype_ == DType::kInt8) {
+      int8_t* q = data.data().ptr<int8_t>();
+      for (size_t k = 0; k < scratch_.size(); ++k)
+        q[k] = static_cast<int8_t>(std::lrint(std::clamp(scratch_[k], -128.f, 127.f)));
+    }
     cursor_ += take;
     out_.data = {data};
     out_.label = {label};
@@ -228,7 +253,7 @@ class ImageRecordIter : public DataIter {
   }
 
   const DataBatch& Value() const override { return out_; }
-  std::vector<DataDesc> ProvideData() const override { return {DataDesc{p_.data_name, data_shape_, DType::kFloat32}}; }
+  std::vector<DataDesc> ProvideData() const override { return {DataDesc{p_.data_name, data_shape_, out_dtype_}}; }
   std::vector<DataDesc> ProvideLabel() const override {
     return {DataDesc{p_.label_name, label_shape_, DType::kFloat32}};
   }
@@ -268,6 +293,7 @@ class ImageRecordIter : public DataIter {
                                                         : m.shape().ToString() + " " + DTypeName(m.dtype()));
       mean_img_.resize(static_cast<size_t>(m.Size()));
       m.SyncCopyToCPU(mean_img_.data(), mean_img_.size() * sizeof(float));
+      RoundMeanForInt8();
       return;
     }
     // The file does not exist: the mean of every image of this part, in file order.
@@ -282,6 +308,9 @@ class ImageRecordIter : public DataIter {
     std::vector<double> sum(sample, 0.0);
     std::exception_ptr error;
     const uint64_t seed = Mix64(static_cast<uint64_t>(p_.seed) ^ 0x6d65616e5f696d67ull);  // its own random stream
+    // int8 outputs subtract a mean image of the pixels themselves (aug_ holds their rounded mean_r/g/b).
+    ImageAugParam mean_aug = aug_;
+    if (out_dtype_ == DType::kInt8) mean_aug.mean_r = mean_aug.mean_g = mean_aug.mean_b = 0.f;
 #pragma omp parallel num_threads(p_.preprocess_threads)
     {
       std::vector<double> local(sample, 0.0);
@@ -291,7 +320,7 @@ class ImageRecordIter : public DataIter {
         try {
           ImageRecordView v = UnpackImageRecord(records[i].data(), records[i].size(),
                                                 "'" + p_.path_imgrec + "' at offset " + std::to_string(offsets_[i]));
-          DecodeAugment(aug_, v.data, v.size, c_, h_, w_, Mix64(seed + i), img.data());
+          DecodeAugment(mean_aug, v.data, v.size, c_, h_, w_, Mix64(seed + i), img.data());
           for (size_t k = 0; k < sample; ++k) local[k] += img[k];
         } catch (...) {
 #pragma omp critical(weft_image_record_mean_error)
@@ -309,6 +338,13 @@ class ImageRecordIter : public DataIter {
     NDArray m(want, Context::CPU(), DType::kFloat32);
     m.SyncCopyFromCPU(mean_img_.data(), sample * sizeof(float));
     SaveNDArrayListFile(path, {m}, {"mean_img"});
+    RoundMeanForInt8();
+  }
+
+  // int8 outputs subtract the mean image rounded to whole values, as MXNet's.
+  void RoundMeanForInt8() {
+    if (out_dtype_ == DType::kInt8)
+      for (float& v : mean_img_) v = std::round(v);
   }
 
   ImageRecParam p_;
@@ -324,16 +360,30 @@ class ImageRecordIter : public DataIter {
   std::vector<size_t> positions_;
   std::vector<float> mean_img_;  // c x h x w, empty without mean_img
   std::unordered_map<uint64_t, std::vector<float>> list_labels_;  // path_imglist's, by image index
+  DType out_dtype_ = DType::kFloat32;
+  std::vector<float> scratch_;  // one batch in float, for the integer outputs
   DataBatch out_;
 };
 
-std::unique_ptr<DataIter> MakeImageRecordIter(const KwArgs& kwargs) {
+// `name`: the registered name errors and warnings give; `dtype`, when not null, the output
+// type the name stands for (MXNet's ImageRecordUInt8Iter and ImageRecordInt8Iter).
+std::unique_ptr<DataIter> MakeImageRecordIterAs(const char* name, const char* dtype, const KwArgs& kwargs) {
   KwArgs rest = kwargs;
-  auto p = ParseIterParams<ImageRecParam>("ImageRecordIter", &rest);
-  auto aug = ParseIterParams<ImageAugParam>("ImageRecordIter", &rest);
-  auto pf = ParseIterParams<PrefetchParam>("ImageRecordIter", &rest);
-  WarnUnknownParams("ImageRecordIter", rest);
+  if (dtype != nullptr) {
+    auto given = std::find_if(rest.begin(), rest.end(), [](const auto& kv) { return kv.first == "dtype"; });
+    WEFT_CHECK(given == rest.end() || given->second == dtype, kValue, name, ": gives ", dtype,
+               " data; dtype=", given == rest.end() ? "" : given->second, " contradicts it");
+    if (given == rest.end()) rest.emplace_back("dtype", dtype);
+  }
+  auto p = ParseIterParams<ImageRecParam>(name, &rest);
+  auto aug = ParseIterParams<ImageAugParam>(name, &rest);
+  auto pf = ParseIterParams<PrefetchParam>(name, &rest);
+  WarnUnknownParams(name, rest);
   return MakePrefetcher(std::make_unique<ImageRecordIter>(*p, *aug), *pf);
+}
+
+std::unique_ptr<DataIter> MakeImageRecordIter(const KwArgs& kwargs) {
+  return MakeImageRecordIterAs("ImageRecordIter", nullptr, kwargs);
 }
 
 }  // namespace
@@ -355,6 +405,36 @@ WEFT_REGISTER_DATA_ITER(ImageRecordIter)
     .AddParams<ImageAugParam>()
     .AddParams<PrefetchParam>()
     .SetFactory(MakeImageRecordIter);
+
+// MXNet's names for the integer outputs and for its first implementation, which give the same
+// batches as ImageRecordIter with that dtype.
+WEFT_REGISTER_DATA_ITER(ImageRecordUInt8Iter)
+    .Describe("ImageRecordIter with dtype='uint8': the augmented pixels, not normalised (MXNet's name).")
+    .AddParams<ImageRecParam>()
+    .AddParams<ImageAugParam>()
+    .AddParams<PrefetchParam>()
+    .SetFactory([](const KwArgs& kw) { return MakeImageRecordIterAs("ImageRecordUInt8Iter", "uint8", kw); });
+
+WEFT_REGISTER_DATA_ITER(ImageRecordInt8Iter)
+    .Describe("ImageRecordIter with dtype='int8': pixels less the rounded mean, saturated (MXNet's name).")
+    .AddParams<ImageRecParam>()
+    .AddParams<ImageAugParam>()
+    .AddParams<PrefetchParam>()
+    .SetFactory([](const KwArgs& kw) { return MakeImageRecordIterAs("ImageRecordInt8Iter", "int8", kw); });
+
+WEFT_REGISTER_DATA_ITER(ImageRecordIter_v1)
+    .Describe("ImageRecordIter under the name of MXNet's first implementation.")
+    .AddParams<ImageRecParam>()
+    .AddParams<ImageAugParam>()
+    .AddParams<PrefetchParam>()
+    .SetFactory([](const KwArgs& kw) { return MakeImageRecordIterAs("ImageRecordIter_v1", nullptr, kw); });
+
+WEFT_REGISTER_DATA_ITER(ImageRecordUInt8Iter_v1)
+    .Describe("ImageRecordUInt8Iter under the name of MXNet's first implementation.")
+    .AddParams<ImageRecParam>()
+    .AddParams<ImageAugParam>()
+    .AddParams<PrefetchParam>()
+    .SetFactory([](const KwArgs& kw) { return MakeImageRecordIterAs("ImageRecordUInt8Iter_v1", "uint8", kw); });
 
 }  // namespace io
 }  // namespace weft

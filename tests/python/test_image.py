@@ -497,6 +497,58 @@ def test_image_record_iter_labels_from_path_imglist(tmp_path):
     np.testing.assert_array_equal(x, y)
 
 
+def test_image_record_iter_integer_outputs_and_mxnet_names(tmp_path):
+    wio = pytest.importorskip("weft.io")
+    imgs = [photo_like(10, 12, seed=s) for s in range(3)]
+    path = _png_records(tmp_path, imgs)
+    pixels = np.stack(imgs).transpose(0, 3, 1, 2)
+    kw = dict(path_imgrec=path, data_shape=(3, 10, 12), batch_size=3)
+    # uint8: the pixels, whatever the normalisation parameters say.
+    u8 = wio.ImageRecordIter(dtype="uint8", mean_r=9, std_g=2, scale=3, **kw)
+    assert u8.provide_data[0].dtype == np.uint8
+    got = u8.next().data[0]
+    assert got.dtype == np.uint8
+    np.testing.assert_array_equal(got.asnumpy(), pixels)
+    np.testing.assert_array_equal(wio.ImageRecordUInt8Iter(**kw).next().data[0].asnumpy(), pixels)
+    np.testing.assert_array_equal(wio.ImageRecordUInt8Iter_v1(**kw).next().data[0].asnumpy(), pixels)
+    # int8: the pixels less the rounded mean, saturated; no std or scale.
+    i8 = wio.ImageRecordInt8Iter(mean_r=100.4, mean_g=50, mean_b=200, std_r=4, **kw).next().data[0]
+    assert i8.dtype == np.int8
+    want = np.clip(pixels.astype(int) - np.array([100, 50, 200])[None, :, None, None], -128, 127)
+    np.testing.assert_array_equal(i8.asnumpy(), want)
+    np.testing.assert_array_equal(wio.ImageRecordIter(dtype="int8", mean_r=100.4, mean_g=50, mean_b=200, **kw)
+                                  .next().data[0].asnumpy(), want)
+    # The first implementation's name gives ImageRecordIter's batches.
+    np.testing.assert_array_equal(wio.ImageRecordIter_v1(mean_r=5, **kw).next().data[0].asnumpy(),
+                                  wio.ImageRecordIter(mean_r=5, **kw).next().data[0].asnumpy())
+    with pytest.raises(weft.MXNetError, match="ImageRecordUInt8Iter: gives uint8 data; dtype=int8 contradicts it"):
+        wio.ImageRecordUInt8Iter(dtype="int8", **kw)
+    with pytest.raises(weft.MXNetError, match="dtype"):
+        wio.ImageRecordIter(dtype="float16", **kw)
+
+
+def test_image_record_iter_normalisation_jitter(tmp_path):
+    # max_random_contrast / max_random_illumination: each image's normalised values are
+    # (x - mean) * scale / std * k + b * scale / std, k in [1 - c, 1 + c], b in [-i, i].
+    wio = pytest.importorskip("weft.io")
+    imgs = [photo_like(10, 12, seed=s) for s in range(4)]
+    path = _png_records(tmp_path, imgs)
+    kw = dict(path_imgrec=path, data_shape=(3, 10, 12), batch_size=4, mean_r=100, std_g=2, scale=0.5)
+    plain = wio.ImageRecordIter(**kw).next().data[0].asnumpy()
+    got = wio.ImageRecordIter(max_random_contrast=0.3, max_random_illumination=20, seed=3, **kw).next().data[0].asnumpy()
+    ks = []
+    for n in range(4):
+        a = np.vstack([plain[n].ravel(), np.ones(plain[n].size)]).T
+        # One (k, b) per image: per channel the fit is exact with the same k; b scales with 1 / std.
+        for c, mul in enumerate([0.5, 0.25, 0.5]):
+            sol, res, _, _ = np.linalg.lstsq(a[c * 120:(c + 1) * 120], got[n, c].ravel(), rcond=None)
+            assert res.size == 0 or res[0] < 1e-6
+            k, bias = sol
+            assert 0.7 - 1e-5 <= k <= 1.3 + 1e-5 and abs(bias / mul) <= 20 + 1e-4
+            ks.append(k)
+    assert np.std(ks) > 1e-3
+
+
 def test_resize_short_and_center_crop():
     img = weft.nd.array(photo_like(30, 50), dtype=np.uint8)
     short = weft.image.resize_short(img, 15, interp=1)

@@ -106,11 +106,9 @@ func ImageDetRecordIter(dataShape []int, batchSize int, opts ...Option) (*weft.D
 	return c.create("ImageDetRecordIter")
 }
 
-// ImageRecordIter creates a data iterator of type ImageRecordIter.
+// ImageRecordInt8Iter creates a data iterator of type ImageRecordInt8Iter.
 //
-// Iterates on image RecordIO files (made by im2rec).
-//
-// Reads JPEG/PNG image records, decodes and augments them on preprocess_threads threads and returns data of shape (batch_size,) + data_shape (RGB, CHW, float32) and labels of shape (batch_size,) or (batch_size, label_width). Augmentations run in the order of MXNet's default augmenter: resize of the shorter edge, the affine warp (max_rotate_angle or rotate, max_shear_ratio, min/max_random_scale, the aspect ratio without random_resized_crop, min/max_img_size; fill_value outside), pad, crop (random_resized_crop, a square of min/max_crop_size, or data_shape at a random or the centre place), brightness/contrast/saturation jitter, random_h/s/l in HSL space, pca_noise, mirror, then (x - mean) / std * scale, where mean is mean_r/g/b or the mean image (mean_img, computed over the data set and saved when its file does not exist). num_parts/part_index read a share of the file.
+// ImageRecordIter with dtype='int8': pixels less the rounded mean, saturated (MXNet's name).
 //
 // Required parameters:
 //   - pathImgrec string: Dataset Param: path to the image RecordIO (.rec) file.
@@ -134,6 +132,7 @@ func ImageDetRecordIter(dataShape []int, batchSize int, opts ...Option) (*weft.D
 //   - WithLabelName(string): Name of the label array. (default softmax_label)
 //   - WithAugSeq(string): Augmentation Param: the augmenter (MXNet's default one, the only one). (default aug_default)
 //   - WithSeedAug(int): Augmentation Param: random seed of the augmentations alone (default: seed). (default None)
+//   - WithDtype(weft.DType): Output data type: float32 (normalised), uint8 (the augmented pixels, no normalisation) or int8 (pixel minus the rounded mean, saturated; no std or scale), as MXNet's. (default float32)
 //   - WithResize(int): Augmentation Param: resize the shorter edge to this size before cropping (-1: no resize). (default -1)
 //   - WithRandCrop(bool): Augmentation Param: crop data_shape at a random position (else at the centre). (default False)
 //   - WithRandomResizedCrop(bool): Augmentation Param: crop a random area and aspect ratio, then resize it to data_shape (10 tries, then a centre crop). (default False)
@@ -170,6 +169,84 @@ func ImageDetRecordIter(dataShape []int, batchSize int, opts ...Option) (*weft.D
 //   - WithRandomL(int): Augmentation Param: add a random value in [-v, v] to the L channel in HSL space. (default 0)
 //   - WithFillValue(int): Augmentation Param: value of the pixels the rotation, shear and pad bring in. (default 255)
 //   - WithPad(int): Augmentation Param: pad every side by this many fill_value pixels before cropping. (default 0)
+//   - WithMaxRandomContrast(float64): Normalize Param: multiply the normalised image by a factor drawn from [1 - v, 1 + v]. (default 0)
+//   - WithMaxRandomIllumination(float64): Normalize Param: add a value drawn from [-v, v] (times scale / std) to the normalised image. (default 0)
+//   - WithPrefetchBuffer(int): Batches prepared ahead on a background thread (0 loads in the caller's thread) (default 4)
+func ImageRecordInt8Iter(pathImgrec string, dataShape []int, batchSize int, opts ...Option) (*weft.DataIter, error) {
+	c := newCall(opts)
+	c.set("path_imgrec", pathImgrec)
+	c.set("data_shape", dataShape)
+	c.set("batch_size", batchSize)
+	return c.create("ImageRecordInt8Iter")
+}
+
+// ImageRecordIter creates a data iterator of type ImageRecordIter.
+//
+// Iterates on image RecordIO files (made by im2rec).
+//
+// Reads JPEG/PNG image records, decodes and augments them on preprocess_threads threads and returns data of shape (batch_size,) + data_shape (RGB, CHW, float32) and labels of shape (batch_size,) or (batch_size, label_width). Augmentations run in the order of MXNet's default augmenter: resize of the shorter edge, the affine warp (max_rotate_angle or rotate, max_shear_ratio, min/max_random_scale, the aspect ratio without random_resized_crop, min/max_img_size; fill_value outside), pad, crop (random_resized_crop, a square of min/max_crop_size, or data_shape at a random or the centre place), brightness/contrast/saturation jitter, random_h/s/l in HSL space, pca_noise, mirror, then (x - mean) / std * scale, where mean is mean_r/g/b or the mean image (mean_img, computed over the data set and saved when its file does not exist). num_parts/part_index read a share of the file.
+//
+// Required parameters:
+//   - pathImgrec string: Dataset Param: path to the image RecordIO (.rec) file.
+//   - dataShape []int: Dataset Param: shape of one image, (channels, height, width).
+//   - batchSize int: Batch Param: batch size.
+//
+// Options:
+//   - WithPathImglist(string): Dataset Param: a list file (index, label_width labels and the path per line, as im2rec writes it) whose labels replace the records' own, matched by the records' image index. (default none)
+//   - WithPathImgidx(string): Dataset Param: path to its .idx file (optional; saves a pass over the file). (default none)
+//   - WithLabelWidth(int): Dataset Param: number of labels per image. (default 1)
+//   - WithShuffle(bool): Augmentation Param: whether to shuffle the samples (again at every reset). (default False)
+//   - WithSeed(int): Augmentation Param: random seed (shuffling and augmentation). (default 0)
+//   - WithRoundBatch(bool): Batch Param: fill the last batch with samples from the start of the epoch (pad counts them) instead of zeros. (default True)
+//   - WithNumParts(int): Partition the data into this many parts (distributed training). (default 1)
+//   - WithPartIndex(int): The part this iterator reads. (default 0)
+//   - WithPreprocessThreads(int): Backend Param: number of threads decoding and augmenting images. (default 4)
+//   - WithVerbose(bool): Auxiliary Param: whether to log (unused). (default True)
+//   - WithShuffleChunkSize(int): The size (MB) of MXNet's shuffle chunks; accepted, Weft shuffles the whole part. (default 0)
+//   - WithShuffleChunkSeed(int): The seed of MXNet's chunk shuffling; accepted, seed drives Weft's shuffle. (default 0)
+//   - WithDataName(string): Name of the data array. (default data)
+//   - WithLabelName(string): Name of the label array. (default softmax_label)
+//   - WithAugSeq(string): Augmentation Param: the augmenter (MXNet's default one, the only one). (default aug_default)
+//   - WithSeedAug(int): Augmentation Param: random seed of the augmentations alone (default: seed). (default None)
+//   - WithDtype(weft.DType): Output data type: float32 (normalised), uint8 (the augmented pixels, no normalisation) or int8 (pixel minus the rounded mean, saturated; no std or scale), as MXNet's. (default float32)
+//   - WithResize(int): Augmentation Param: resize the shorter edge to this size before cropping (-1: no resize). (default -1)
+//   - WithRandCrop(bool): Augmentation Param: crop data_shape at a random position (else at the centre). (default False)
+//   - WithRandomResizedCrop(bool): Augmentation Param: crop a random area and aspect ratio, then resize it to data_shape (10 tries, then a centre crop). (default False)
+//   - WithMinRandomArea(float64): Augmentation Param: smallest crop area as a fraction of the image (random_resized_crop). (default 1)
+//   - WithMaxRandomArea(float64): Augmentation Param: largest crop area as a fraction of the image (random_resized_crop). (default 1)
+//   - WithMaxAspectRatio(float64): Augmentation Param: crop aspect ratio (width/height) drawn from [min_aspect_ratio, max_aspect_ratio], or [1 - max, 1 + max] when min_aspect_ratio is None. (default 0)
+//   - WithMinAspectRatio(float64): Augmentation Param: lower bound of the crop aspect ratio (see max_aspect_ratio). (default None)
+//   - WithBrightness(float64): Augmentation Param: brightness factor drawn from [1 - b, 1 + b]. (default 0)
+//   - WithContrast(float64): Augmentation Param: contrast factor drawn from [1 - c, 1 + c] (blend with the mean grey). (default 0)
+//   - WithSaturation(float64): Augmentation Param: saturation factor drawn from [1 - s, 1 + s] (blend with each pixel's grey). (default 0)
+//   - WithRandMirror(bool): Augmentation Param: flip left-right with probability 0.5. (default False)
+//   - WithMirror(bool): Augmentation Param: always flip left-right. (default False)
+//   - WithMeanR(float64): Normalize Param: mean of the R channel. (default 0)
+//   - WithMeanG(float64): Normalize Param: mean of the G channel. (default 0)
+//   - WithMeanB(float64): Normalize Param: mean of the B channel. (default 0)
+//   - WithStdR(float64): Normalize Param: std of the R channel. (default 1)
+//   - WithStdG(float64): Normalize Param: std of the G channel. (default 1)
+//   - WithStdB(float64): Normalize Param: std of the B channel. (default 1)
+//   - WithScale(float64): Normalize Param: multiplier after normalisation. (default 1)
+//   - WithMeanImg(string): Normalize Param: file of the mean image, subtracted instead of mean_r/mean_g/mean_b. When the file does not exist, the mean of the (augmented, normalised) images of the data set is computed on creation and saved there as an NDArray file with the key "mean_img". (default none)
+//   - WithInterMethod(int): Augmentation Param: interpolation: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos, 9 auto (bicubic to enlarge, area to shrink, else bilinear), 10 one of 0..4 at random per image. (default 1)
+//   - WithMaxRotateAngle(float64): Augmentation Param: rotate by a random whole number of degrees in [-v, v]. (default 0)
+//   - WithRotate(float64): Augmentation Param: rotate by this angle (degrees) when positive, instead of max_rotate_angle. (default -1)
+//   - WithMaxShearRatio(float64): Augmentation Param: shear (x, y) -> (x + m y, y) with m drawn from [-v, v]. (default 0)
+//   - WithMaxCropSize(int): Augmentation Param: crop a square of a random side in [min_crop_size, max_crop_size] (then resized to data_shape); ignored with random_resized_crop. (default -1)
+//   - WithMinCropSize(int): Augmentation Param: the smallest side of that square crop. (default -1)
+//   - WithMaxRandomScale(float64): Augmentation Param: scale the image by s drawn from [min_random_scale, max_random_scale]. (default 1)
+//   - WithMinRandomScale(float64): Augmentation Param: the smallest such scale. (default 1)
+//   - WithMaxImgSize(float64): Augmentation Param: largest width and height after the scale and rotation. (default 10000000000)
+//   - WithMinImgSize(float64): Augmentation Param: smallest width and height after the scale and rotation. (default 0)
+//   - WithPcaNoise(float64): Augmentation Param: add AlexNet's PCA lighting noise (ImageNet eigenvectors, alphas drawn from N(0, pca_noise)). (default 0)
+//   - WithRandomH(int): Augmentation Param: add a random value in [-v, v] to the H channel in HSL space (H in [0, 180)). (default 0)
+//   - WithRandomS(int): Augmentation Param: add a random value in [-v, v] to the S channel in HSL space. (default 0)
+//   - WithRandomL(int): Augmentation Param: add a random value in [-v, v] to the L channel in HSL space. (default 0)
+//   - WithFillValue(int): Augmentation Param: value of the pixels the rotation, shear and pad bring in. (default 255)
+//   - WithPad(int): Augmentation Param: pad every side by this many fill_value pixels before cropping. (default 0)
+//   - WithMaxRandomContrast(float64): Normalize Param: multiply the normalised image by a factor drawn from [1 - v, 1 + v]. (default 0)
+//   - WithMaxRandomIllumination(float64): Normalize Param: add a value drawn from [-v, v] (times scale / std) to the normalised image. (default 0)
 //   - WithPrefetchBuffer(int): Batches prepared ahead on a background thread (0 loads in the caller's thread) (default 4)
 func ImageRecordIter(pathImgrec string, dataShape []int, batchSize int, opts ...Option) (*weft.DataIter, error) {
 	c := newCall(opts)
@@ -177,6 +254,228 @@ func ImageRecordIter(pathImgrec string, dataShape []int, batchSize int, opts ...
 	c.set("data_shape", dataShape)
 	c.set("batch_size", batchSize)
 	return c.create("ImageRecordIter")
+}
+
+// ImageRecordIter_v1 creates a data iterator of type ImageRecordIter_v1.
+//
+// ImageRecordIter under the name of MXNet's first implementation.
+//
+// Required parameters:
+//   - pathImgrec string: Dataset Param: path to the image RecordIO (.rec) file.
+//   - dataShape []int: Dataset Param: shape of one image, (channels, height, width).
+//   - batchSize int: Batch Param: batch size.
+//
+// Options:
+//   - WithPathImglist(string): Dataset Param: a list file (index, label_width labels and the path per line, as im2rec writes it) whose labels replace the records' own, matched by the records' image index. (default none)
+//   - WithPathImgidx(string): Dataset Param: path to its .idx file (optional; saves a pass over the file). (default none)
+//   - WithLabelWidth(int): Dataset Param: number of labels per image. (default 1)
+//   - WithShuffle(bool): Augmentation Param: whether to shuffle the samples (again at every reset). (default False)
+//   - WithSeed(int): Augmentation Param: random seed (shuffling and augmentation). (default 0)
+//   - WithRoundBatch(bool): Batch Param: fill the last batch with samples from the start of the epoch (pad counts them) instead of zeros. (default True)
+//   - WithNumParts(int): Partition the data into this many parts (distributed training). (default 1)
+//   - WithPartIndex(int): The part this iterator reads. (default 0)
+//   - WithPreprocessThreads(int): Backend Param: number of threads decoding and augmenting images. (default 4)
+//   - WithVerbose(bool): Auxiliary Param: whether to log (unused). (default True)
+//   - WithShuffleChunkSize(int): The size (MB) of MXNet's shuffle chunks; accepted, Weft shuffles the whole part. (default 0)
+//   - WithShuffleChunkSeed(int): The seed of MXNet's chunk shuffling; accepted, seed drives Weft's shuffle. (default 0)
+//   - WithDataName(string): Name of the data array. (default data)
+//   - WithLabelName(string): Name of the label array. (default softmax_label)
+//   - WithAugSeq(string): Augmentation Param: the augmenter (MXNet's default one, the only one). (default aug_default)
+//   - WithSeedAug(int): Augmentation Param: random seed of the augmentations alone (default: seed). (default None)
+//   - WithDtype(weft.DType): Output data type: float32 (normalised), uint8 (the augmented pixels, no normalisation) or int8 (pixel minus the rounded mean, saturated; no std or scale), as MXNet's. (default float32)
+//   - WithResize(int): Augmentation Param: resize the shorter edge to this size before cropping (-1: no resize). (default -1)
+//   - WithRandCrop(bool): Augmentation Param: crop data_shape at a random position (else at the centre). (default False)
+//   - WithRandomResizedCrop(bool): Augmentation Param: crop a random area and aspect ratio, then resize it to data_shape (10 tries, then a centre crop). (default False)
+//   - WithMinRandomArea(float64): Augmentation Param: smallest crop area as a fraction of the image (random_resized_crop). (default 1)
+//   - WithMaxRandomArea(float64): Augmentation Param: largest crop area as a fraction of the image (random_resized_crop). (default 1)
+//   - WithMaxAspectRatio(float64): Augmentation Param: crop aspect ratio (width/height) drawn from [min_aspect_ratio, max_aspect_ratio], or [1 - max, 1 + max] when min_aspect_ratio is None. (default 0)
+//   - WithMinAspectRatio(float64): Augmentation Param: lower bound of the crop aspect ratio (see max_aspect_ratio). (default None)
+//   - WithBrightness(float64): Augmentation Param: brightness factor drawn from [1 - b, 1 + b]. (default 0)
+//   - WithContrast(float64): Augmentation Param: contrast factor drawn from [1 - c, 1 + c] (blend with the mean grey). (default 0)
+//   - WithSaturation(float64): Augmentation Param: saturation factor drawn from [1 - s, 1 + s] (blend with each pixel's grey). (default 0)
+//   - WithRandMirror(bool): Augmentation Param: flip left-right with probability 0.5. (default False)
+//   - WithMirror(bool): Augmentation Param: always flip left-right. (default False)
+//   - WithMeanR(float64): Normalize Param: mean of the R channel. (default 0)
+//   - WithMeanG(float64): Normalize Param: mean of the G channel. (default 0)
+//   - WithMeanB(float64): Normalize Param: mean of the B channel. (default 0)
+//   - WithStdR(float64): Normalize Param: std of the R channel. (default 1)
+//   - WithStdG(float64): Normalize Param: std of the G channel. (default 1)
+//   - WithStdB(float64): Normalize Param: std of the B channel. (default 1)
+//   - WithScale(float64): Normalize Param: multiplier after normalisation. (default 1)
+//   - WithMeanImg(string): Normalize Param: file of the mean image, subtracted instead of mean_r/mean_g/mean_b. When the file does not exist, the mean of the (augmented, normalised) images of the data set is computed on creation and saved there as an NDArray file with the key "mean_img". (default none)
+//   - WithInterMethod(int): Augmentation Param: interpolation: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos, 9 auto (bicubic to enlarge, area to shrink, else bilinear), 10 one of 0..4 at random per image. (default 1)
+//   - WithMaxRotateAngle(float64): Augmentation Param: rotate by a random whole number of degrees in [-v, v]. (default 0)
+//   - WithRotate(float64): Augmentation Param: rotate by this angle (degrees) when positive, instead of max_rotate_angle. (default -1)
+//   - WithMaxShearRatio(float64): Augmentation Param: shear (x, y) -> (x + m y, y) with m drawn from [-v, v]. (default 0)
+//   - WithMaxCropSize(int): Augmentation Param: crop a square of a random side in [min_crop_size, max_crop_size] (then resized to data_shape); ignored with random_resized_crop. (default -1)
+//   - WithMinCropSize(int): Augmentation Param: the smallest side of that square crop. (default -1)
+//   - WithMaxRandomScale(float64): Augmentation Param: scale the image by s drawn from [min_random_scale, max_random_scale]. (default 1)
+//   - WithMinRandomScale(float64): Augmentation Param: the smallest such scale. (default 1)
+//   - WithMaxImgSize(float64): Augmentation Param: largest width and height after the scale and rotation. (default 10000000000)
+//   - WithMinImgSize(float64): Augmentation Param: smallest width and height after the scale and rotation. (default 0)
+//   - WithPcaNoise(float64): Augmentation Param: add AlexNet's PCA lighting noise (ImageNet eigenvectors, alphas drawn from N(0, pca_noise)). (default 0)
+//   - WithRandomH(int): Augmentation Param: add a random value in [-v, v] to the H channel in HSL space (H in [0, 180)). (default 0)
+//   - WithRandomS(int): Augmentation Param: add a random value in [-v, v] to the S channel in HSL space. (default 0)
+//   - WithRandomL(int): Augmentation Param: add a random value in [-v, v] to the L channel in HSL space. (default 0)
+//   - WithFillValue(int): Augmentation Param: value of the pixels the rotation, shear and pad bring in. (default 255)
+//   - WithPad(int): Augmentation Param: pad every side by this many fill_value pixels before cropping. (default 0)
+//   - WithMaxRandomContrast(float64): Normalize Param: multiply the normalised image by a factor drawn from [1 - v, 1 + v]. (default 0)
+//   - WithMaxRandomIllumination(float64): Normalize Param: add a value drawn from [-v, v] (times scale / std) to the normalised image. (default 0)
+//   - WithPrefetchBuffer(int): Batches prepared ahead on a background thread (0 loads in the caller's thread) (default 4)
+func ImageRecordIterV1(pathImgrec string, dataShape []int, batchSize int, opts ...Option) (*weft.DataIter, error) {
+	c := newCall(opts)
+	c.set("path_imgrec", pathImgrec)
+	c.set("data_shape", dataShape)
+	c.set("batch_size", batchSize)
+	return c.create("ImageRecordIter_v1")
+}
+
+// ImageRecordUInt8Iter creates a data iterator of type ImageRecordUInt8Iter.
+//
+// ImageRecordIter with dtype='uint8': the augmented pixels, not normalised (MXNet's name).
+//
+// Required parameters:
+//   - pathImgrec string: Dataset Param: path to the image RecordIO (.rec) file.
+//   - dataShape []int: Dataset Param: shape of one image, (channels, height, width).
+//   - batchSize int: Batch Param: batch size.
+//
+// Options:
+//   - WithPathImglist(string): Dataset Param: a list file (index, label_width labels and the path per line, as im2rec writes it) whose labels replace the records' own, matched by the records' image index. (default none)
+//   - WithPathImgidx(string): Dataset Param: path to its .idx file (optional; saves a pass over the file). (default none)
+//   - WithLabelWidth(int): Dataset Param: number of labels per image. (default 1)
+//   - WithShuffle(bool): Augmentation Param: whether to shuffle the samples (again at every reset). (default False)
+//   - WithSeed(int): Augmentation Param: random seed (shuffling and augmentation). (default 0)
+//   - WithRoundBatch(bool): Batch Param: fill the last batch with samples from the start of the epoch (pad counts them) instead of zeros. (default True)
+//   - WithNumParts(int): Partition the data into this many parts (distributed training). (default 1)
+//   - WithPartIndex(int): The part this iterator reads. (default 0)
+//   - WithPreprocessThreads(int): Backend Param: number of threads decoding and augmenting images. (default 4)
+//   - WithVerbose(bool): Auxiliary Param: whether to log (unused). (default True)
+//   - WithShuffleChunkSize(int): The size (MB) of MXNet's shuffle chunks; accepted, Weft shuffles the whole part. (default 0)
+//   - WithShuffleChunkSeed(int): The seed of MXNet's chunk shuffling; accepted, seed drives Weft's shuffle. (default 0)
+//   - WithDataName(string): Name of the data array. (default data)
+//   - WithLabelName(string): Name of the label array. (default softmax_label)
+//   - WithAugSeq(string): Augmentation Param: the augmenter (MXNet's default one, the only one). (default aug_default)
+//   - WithSeedAug(int): Augmentation Param: random seed of the augmentations alone (default: seed). (default None)
+//   - WithDtype(weft.DType): Output data type: float32 (normalised), uint8 (the augmented pixels, no normalisation) or int8 (pixel minus the rounded mean, saturated; no std or scale), as MXNet's. (default float32)
+//   - WithResize(int): Augmentation Param: resize the shorter edge to this size before cropping (-1: no resize). (default -1)
+//   - WithRandCrop(bool): Augmentation Param: crop data_shape at a random position (else at the centre). (default False)
+//   - WithRandomResizedCrop(bool): Augmentation Param: crop a random area and aspect ratio, then resize it to data_shape (10 tries, then a centre crop). (default False)
+//   - WithMinRandomArea(float64): Augmentation Param: smallest crop area as a fraction of the image (random_resized_crop). (default 1)
+//   - WithMaxRandomArea(float64): Augmentation Param: largest crop area as a fraction of the image (random_resized_crop). (default 1)
+//   - WithMaxAspectRatio(float64): Augmentation Param: crop aspect ratio (width/height) drawn from [min_aspect_ratio, max_aspect_ratio], or [1 - max, 1 + max] when min_aspect_ratio is None. (default 0)
+//   - WithMinAspectRatio(float64): Augmentation Param: lower bound of the crop aspect ratio (see max_aspect_ratio). (default None)
+//   - WithBrightness(float64): Augmentation Param: brightness factor drawn from [1 - b, 1 + b]. (default 0)
+//   - WithContrast(float64): Augmentation Param: contrast factor drawn from [1 - c, 1 + c] (blend with the mean grey). (default 0)
+//   - WithSaturation(float64): Augmentation Param: saturation factor drawn from [1 - s, 1 + s] (blend with each pixel's grey). (default 0)
+//   - WithRandMirror(bool): Augmentation Param: flip left-right with probability 0.5. (default False)
+//   - WithMirror(bool): Augmentation Param: always flip left-right. (default False)
+//   - WithMeanR(float64): Normalize Param: mean of the R channel. (default 0)
+//   - WithMeanG(float64): Normalize Param: mean of the G channel. (default 0)
+//   - WithMeanB(float64): Normalize Param: mean of the B channel. (default 0)
+//   - WithStdR(float64): Normalize Param: std of the R channel. (default 1)
+//   - WithStdG(float64): Normalize Param: std of the G channel. (default 1)
+//   - WithStdB(float64): Normalize Param: std of the B channel. (default 1)
+//   - WithScale(float64): Normalize Param: multiplier after normalisation. (default 1)
+//   - WithMeanImg(string): Normalize Param: file of the mean image, subtracted instead of mean_r/mean_g/mean_b. When the file does not exist, the mean of the (augmented, normalised) images of the data set is computed on creation and saved there as an NDArray file with the key "mean_img". (default none)
+//   - WithInterMethod(int): Augmentation Param: interpolation: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos, 9 auto (bicubic to enlarge, area to shrink, else bilinear), 10 one of 0..4 at random per image. (default 1)
+//   - WithMaxRotateAngle(float64): Augmentation Param: rotate by a random whole number of degrees in [-v, v]. (default 0)
+//   - WithRotate(float64): Augmentation Param: rotate by this angle (degrees) when positive, instead of max_rotate_angle. (default -1)
+//   - WithMaxShearRatio(float64): Augmentation Param: shear (x, y) -> (x + m y, y) with m drawn from [-v, v]. (default 0)
+//   - WithMaxCropSize(int): Augmentation Param: crop a square of a random side in [min_crop_size, max_crop_size] (then resized to data_shape); ignored with random_resized_crop. (default -1)
+//   - WithMinCropSize(int): Augmentation Param: the smallest side of that square crop. (default -1)
+//   - WithMaxRandomScale(float64): Augmentation Param: scale the image by s drawn from [min_random_scale, max_random_scale]. (default 1)
+//   - WithMinRandomScale(float64): Augmentation Param: the smallest such scale. (default 1)
+//   - WithMaxImgSize(float64): Augmentation Param: largest width and height after the scale and rotation. (default 10000000000)
+//   - WithMinImgSize(float64): Augmentation Param: smallest width and height after the scale and rotation. (default 0)
+//   - WithPcaNoise(float64): Augmentation Param: add AlexNet's PCA lighting noise (ImageNet eigenvectors, alphas drawn from N(0, pca_noise)). (default 0)
+//   - WithRandomH(int): Augmentation Param: add a random value in [-v, v] to the H channel in HSL space (H in [0, 180)). (default 0)
+//   - WithRandomS(int): Augmentation Param: add a random value in [-v, v] to the S channel in HSL space. (default 0)
+//   - WithRandomL(int): Augmentation Param: add a random value in [-v, v] to the L channel in HSL space. (default 0)
+//   - WithFillValue(int): Augmentation Param: value of the pixels the rotation, shear and pad bring in. (default 255)
+//   - WithPad(int): Augmentation Param: pad every side by this many fill_value pixels before cropping. (default 0)
+//   - WithMaxRandomContrast(float64): Normalize Param: multiply the normalised image by a factor drawn from [1 - v, 1 + v]. (default 0)
+//   - WithMaxRandomIllumination(float64): Normalize Param: add a value drawn from [-v, v] (times scale / std) to the normalised image. (default 0)
+//   - WithPrefetchBuffer(int): Batches prepared ahead on a background thread (0 loads in the caller's thread) (default 4)
+func ImageRecordUInt8Iter(pathImgrec string, dataShape []int, batchSize int, opts ...Option) (*weft.DataIter, error) {
+	c := newCall(opts)
+	c.set("path_imgrec", pathImgrec)
+	c.set("data_shape", dataShape)
+	c.set("batch_size", batchSize)
+	return c.create("ImageRecordUInt8Iter")
+}
+
+// ImageRecordUInt8Iter_v1 creates a data iterator of type ImageRecordUInt8Iter_v1.
+//
+// ImageRecordUInt8Iter under the name of MXNet's first implementation.
+//
+// Required parameters:
+//   - pathImgrec string: Dataset Param: path to the image RecordIO (.rec) file.
+//   - dataShape []int: Dataset Param: shape of one image, (channels, height, width).
+//   - batchSize int: Batch Param: batch size.
+//
+// Options:
+//   - WithPathImglist(string): Dataset Param: a list file (index, label_width labels and the path per line, as im2rec writes it) whose labels replace the records' own, matched by the records' image index. (default none)
+//   - WithPathImgidx(string): Dataset Param: path to its .idx file (optional; saves a pass over the file). (default none)
+//   - WithLabelWidth(int): Dataset Param: number of labels per image. (default 1)
+//   - WithShuffle(bool): Augmentation Param: whether to shuffle the samples (again at every reset). (default False)
+//   - WithSeed(int): Augmentation Param: random seed (shuffling and augmentation). (default 0)
+//   - WithRoundBatch(bool): Batch Param: fill the last batch with samples from the start of the epoch (pad counts them) instead of zeros. (default True)
+//   - WithNumParts(int): Partition the data into this many parts (distributed training). (default 1)
+//   - WithPartIndex(int): The part this iterator reads. (default 0)
+//   - WithPreprocessThreads(int): Backend Param: number of threads decoding and augmenting images. (default 4)
+//   - WithVerbose(bool): Auxiliary Param: whether to log (unused). (default True)
+//   - WithShuffleChunkSize(int): The size (MB) of MXNet's shuffle chunks; accepted, Weft shuffles the whole part. (default 0)
+//   - WithShuffleChunkSeed(int): The seed of MXNet's chunk shuffling; accepted, seed drives Weft's shuffle. (default 0)
+//   - WithDataName(string): Name of the data array. (default data)
+//   - WithLabelName(string): Name of the label array. (default softmax_label)
+//   - WithAugSeq(string): Augmentation Param: the augmenter (MXNet's default one, the only one). (default aug_default)
+//   - WithSeedAug(int): Augmentation Param: random seed of the augmentations alone (default: seed). (default None)
+//   - WithDtype(weft.DType): Output data type: float32 (normalised), uint8 (the augmented pixels, no normalisation) or int8 (pixel minus the rounded mean, saturated; no std or scale), as MXNet's. (default float32)
+//   - WithResize(int): Augmentation Param: resize the shorter edge to this size before cropping (-1: no resize). (default -1)
+//   - WithRandCrop(bool): Augmentation Param: crop data_shape at a random position (else at the centre). (default False)
+//   - WithRandomResizedCrop(bool): Augmentation Param: crop a random area and aspect ratio, then resize it to data_shape (10 tries, then a centre crop). (default False)
+//   - WithMinRandomArea(float64): Augmentation Param: smallest crop area as a fraction of the image (random_resized_crop). (default 1)
+//   - WithMaxRandomArea(float64): Augmentation Param: largest crop area as a fraction of the image (random_resized_crop). (default 1)
+//   - WithMaxAspectRatio(float64): Augmentation Param: crop aspect ratio (width/height) drawn from [min_aspect_ratio, max_aspect_ratio], or [1 - max, 1 + max] when min_aspect_ratio is None. (default 0)
+//   - WithMinAspectRatio(float64): Augmentation Param: lower bound of the crop aspect ratio (see max_aspect_ratio). (default None)
+//   - WithBrightness(float64): Augmentation Param: brightness factor drawn from [1 - b, 1 + b]. (default 0)
+//   - WithContrast(float64): Augmentation Param: contrast factor drawn from [1 - c, 1 + c] (blend with the mean grey). (default 0)
+//   - WithSaturation(float64): Augmentation Param: saturation factor drawn from [1 - s, 1 + s] (blend with each pixel's grey). (default 0)
+//   - WithRandMirror(bool): Augmentation Param: flip left-right with probability 0.5. (default False)
+//   - WithMirror(bool): Augmentation Param: always flip left-right. (default False)
+//   - WithMeanR(float64): Normalize Param: mean of the R channel. (default 0)
+//   - WithMeanG(float64): Normalize Param: mean of the G channel. (default 0)
+//   - WithMeanB(float64): Normalize Param: mean of the B channel. (default 0)
+//   - WithStdR(float64): Normalize Param: std of the R channel. (default 1)
+//   - WithStdG(float64): Normalize Param: std of the G channel. (default 1)
+//   - WithStdB(float64): Normalize Param: std of the B channel. (default 1)
+//   - WithScale(float64): Normalize Param: multiplier after normalisation. (default 1)
+//   - WithMeanImg(string): Normalize Param: file of the mean image, subtracted instead of mean_r/mean_g/mean_b. When the file does not exist, the mean of the (augmented, normalised) images of the data set is computed on creation and saved there as an NDArray file with the key "mean_img". (default none)
+//   - WithInterMethod(int): Augmentation Param: interpolation: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos, 9 auto (bicubic to enlarge, area to shrink, else bilinear), 10 one of 0..4 at random per image. (default 1)
+//   - WithMaxRotateAngle(float64): Augmentation Param: rotate by a random whole number of degrees in [-v, v]. (default 0)
+//   - WithRotate(float64): Augmentation Param: rotate by this angle (degrees) when positive, instead of max_rotate_angle. (default -1)
+//   - WithMaxShearRatio(float64): Augmentation Param: shear (x, y) -> (x + m y, y) with m drawn from [-v, v]. (default 0)
+//   - WithMaxCropSize(int): Augmentation Param: crop a square of a random side in [min_crop_size, max_crop_size] (then resized to data_shape); ignored with random_resized_crop. (default -1)
+//   - WithMinCropSize(int): Augmentation Param: the smallest side of that square crop. (default -1)
+//   - WithMaxRandomScale(float64): Augmentation Param: scale the image by s drawn from [min_random_scale, max_random_scale]. (default 1)
+//   - WithMinRandomScale(float64): Augmentation Param: the smallest such scale. (default 1)
+//   - WithMaxImgSize(float64): Augmentation Param: largest width and height after the scale and rotation. (default 10000000000)
+//   - WithMinImgSize(float64): Augmentation Param: smallest width and height after the scale and rotation. (default 0)
+//   - WithPcaNoise(float64): Augmentation Param: add AlexNet's PCA lighting noise (ImageNet eigenvectors, alphas drawn from N(0, pca_noise)). (default 0)
+//   - WithRandomH(int): Augmentation Param: add a random value in [-v, v] to the H channel in HSL space (H in [0, 180)). (default 0)
+//   - WithRandomS(int): Augmentation Param: add a random value in [-v, v] to the S channel in HSL space. (default 0)
+//   - WithRandomL(int): Augmentation Param: add a random value in [-v, v] to the L channel in HSL space. (default 0)
+//   - WithFillValue(int): Augmentation Param: value of the pixels the rotation, shear and pad bring in. (default 255)
+//   - WithPad(int): Augmentation Param: pad every side by this many fill_value pixels before cropping. (default 0)
+//   - WithMaxRandomContrast(float64): Normalize Param: multiply the normalised image by a factor drawn from [1 - v, 1 + v]. (default 0)
+//   - WithMaxRandomIllumination(float64): Normalize Param: add a value drawn from [-v, v] (times scale / std) to the normalised image. (default 0)
+//   - WithPrefetchBuffer(int): Batches prepared ahead on a background thread (0 loads in the caller's thread) (default 4)
+func ImageRecordUInt8IterV1(pathImgrec string, dataShape []int, batchSize int, opts ...Option) (*weft.DataIter, error) {
+	c := newCall(opts)
+	c.set("path_imgrec", pathImgrec)
+	c.set("data_shape", dataShape)
+	c.set("batch_size", batchSize)
+	return c.create("ImageRecordUInt8Iter_v1")
 }
 
 // LibSVMIter creates a data iterator of type LibSVMIter.
@@ -425,9 +724,9 @@ func WithMaxRandomHue(v int) Option {
 	return param("max_random_hue", v)
 }
 
-// WithMaxRandomIllumination sets the parameter max_random_illumination.
+// WithMaxRandomIllumination sets the parameter max_random_illumination (its type depends on the iterator).
 // Augmentation Param: maximum change of L in HLS space (0..255).
-func WithMaxRandomIllumination(v int) Option {
+func WithMaxRandomIllumination[T float64 | int](v T) Option {
 	return param("max_random_illumination", v)
 }
 

@@ -114,11 +114,9 @@ The same iterator as `ImageDetRecordIter` (MXNet.jl's name).
 ImageDetRecordProvider(; kwargs...) = ImageDetRecordIter(; kwargs...)
 
 """
-    ImageRecordIter(; path_imglist=\"\", path_imgrec, path_imgidx=\"\", data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, verbose=True, shuffle_chunk_size=0, shuffle_chunk_seed=0, data_name=data, label_name=softmax_label, aug_seq=aug_default, seed_aug=None, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, mean_img=\"\", inter_method=1, max_rotate_angle=0, rotate=-1, max_shear_ratio=0, max_crop_size=-1, min_crop_size=-1, max_random_scale=1, min_random_scale=1, max_img_size=10000000000, min_img_size=0, pca_noise=0, random_h=0, random_s=0, random_l=0, fill_value=255, pad=0, prefetch_buffer=4)
+    ImageRecordInt8Iter(; path_imglist=\"\", path_imgrec, path_imgidx=\"\", data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, verbose=True, shuffle_chunk_size=0, shuffle_chunk_seed=0, data_name=data, label_name=softmax_label, aug_seq=aug_default, seed_aug=None, dtype=float32, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, mean_img=\"\", inter_method=1, max_rotate_angle=0, rotate=-1, max_shear_ratio=0, max_crop_size=-1, min_crop_size=-1, max_random_scale=1, min_random_scale=1, max_img_size=10000000000, min_img_size=0, pca_noise=0, random_h=0, random_s=0, random_l=0, fill_value=255, pad=0, max_random_contrast=0, max_random_illumination=0, prefetch_buffer=4)
 
-Iterates on image RecordIO files (made by im2rec).
-
-Reads JPEG/PNG image records, decodes and augments them on preprocess_threads threads and returns data of shape (batch_size,) + data_shape (RGB, CHW, float32) and labels of shape (batch_size,) or (batch_size, label_width). Augmentations run in the order of MXNet's default augmenter: resize of the shorter edge, the affine warp (max_rotate_angle or rotate, max_shear_ratio, min/max_random_scale, the aspect ratio without random_resized_crop, min/max_img_size; fill_value outside), pad, crop (random_resized_crop, a square of min/max_crop_size, or data_shape at a random or the centre place), brightness/contrast/saturation jitter, random_h/s/l in HSL space, pca_noise, mirror, then (x - mean) / std * scale, where mean is mean_r/g/b or the mean image (mean_img, computed over the data set and saved when its file does not exist). num_parts/part_index read a share of the file.
+ImageRecordIter with dtype='int8': pixels less the rounded mean, saturated (MXNet's name).
 
 # Parameters
 - `path_imglist` (string; default `\"\"`): Dataset Param: a list file (index, label_width labels and the path per line, as im2rec writes it) whose labels replace the records' own, matched by the records' image index.
@@ -140,6 +138,7 @@ Reads JPEG/PNG image records, decodes and augments them on preprocess_threads th
 - `label_name` (string; default `softmax_label`): Name of the label array.
 - `aug_seq` ({'aug_default'}; default `aug_default`): Augmentation Param: the augmenter (MXNet's default one, the only one).
 - `seed_aug` (int or None; default `None`): Augmentation Param: random seed of the augmentations alone (default: seed).
+- `dtype` ({'float32', 'uint8', 'int8'}; default `float32`): Output data type: float32 (normalised), uint8 (the augmented pixels, no normalisation) or int8 (pixel minus the rounded mean, saturated; no std or scale), as MXNet's.
 - `resize` (int; default `-1`): Augmentation Param: resize the shorter edge to this size before cropping (-1: no resize).
 - `rand_crop` (boolean; default `False`): Augmentation Param: crop data_shape at a random position (else at the centre).
 - `random_resized_crop` (boolean; default `False`): Augmentation Param: crop a random area and aspect ratio, then resize it to data_shape (10 tries, then a centre crop).
@@ -176,6 +175,87 @@ Reads JPEG/PNG image records, decodes and augments them on preprocess_threads th
 - `random_l` (int, in [0, inf]; default `0`): Augmentation Param: add a random value in [-v, v] to the L channel in HSL space.
 - `fill_value` (int, in [0, 255]; default `255`): Augmentation Param: value of the pixels the rotation, shear and pad bring in.
 - `pad` (int, in [0, inf]; default `0`): Augmentation Param: pad every side by this many fill_value pixels before cropping.
+- `max_random_contrast` (float, in [0, inf]; default `0`): Normalize Param: multiply the normalised image by a factor drawn from [1 - v, 1 + v].
+- `max_random_illumination` (float, in [0, inf]; default `0`): Normalize Param: add a value drawn from [-v, v] (times scale / std) to the normalised image.
+- `prefetch_buffer` (int, in [0, 1024]; default `4`): Batches prepared ahead on a background thread (0 loads in the caller's thread)
+
+Also `data_name` and `label_name` (Symbols; default the iterator's own names) name
+the arrays of `provide_data`/`provide_label`.
+"""
+ImageRecordInt8Iter(; kwargs...) = MXDataProvider("ImageRecordInt8Iter"; kwargs...)
+"""
+    ImageRecordInt8Provider(; kwargs...)
+
+The same iterator as `ImageRecordInt8Iter` (MXNet.jl's name).
+"""
+ImageRecordInt8Provider(; kwargs...) = ImageRecordInt8Iter(; kwargs...)
+
+"""
+    ImageRecordIter(; path_imglist=\"\", path_imgrec, path_imgidx=\"\", data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, verbose=True, shuffle_chunk_size=0, shuffle_chunk_seed=0, data_name=data, label_name=softmax_label, aug_seq=aug_default, seed_aug=None, dtype=float32, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, mean_img=\"\", inter_method=1, max_rotate_angle=0, rotate=-1, max_shear_ratio=0, max_crop_size=-1, min_crop_size=-1, max_random_scale=1, min_random_scale=1, max_img_size=10000000000, min_img_size=0, pca_noise=0, random_h=0, random_s=0, random_l=0, fill_value=255, pad=0, max_random_contrast=0, max_random_illumination=0, prefetch_buffer=4)
+
+Iterates on image RecordIO files (made by im2rec).
+
+Reads JPEG/PNG image records, decodes and augments them on preprocess_threads threads and returns data of shape (batch_size,) + data_shape (RGB, CHW, float32) and labels of shape (batch_size,) or (batch_size, label_width). Augmentations run in the order of MXNet's default augmenter: resize of the shorter edge, the affine warp (max_rotate_angle or rotate, max_shear_ratio, min/max_random_scale, the aspect ratio without random_resized_crop, min/max_img_size; fill_value outside), pad, crop (random_resized_crop, a square of min/max_crop_size, or data_shape at a random or the centre place), brightness/contrast/saturation jitter, random_h/s/l in HSL space, pca_noise, mirror, then (x - mean) / std * scale, where mean is mean_r/g/b or the mean image (mean_img, computed over the data set and saved when its file does not exist). num_parts/part_index read a share of the file.
+
+# Parameters
+- `path_imglist` (string; default `\"\"`): Dataset Param: a list file (index, label_width labels and the path per line, as im2rec writes it) whose labels replace the records' own, matched by the records' image index.
+- `path_imgrec` (string; required): Dataset Param: path to the image RecordIO (.rec) file.
+- `path_imgidx` (string; default `\"\"`): Dataset Param: path to its .idx file (optional; saves a pass over the file).
+- `data_shape` (Shape(tuple); required): Dataset Param: shape of one image, (channels, height, width).
+- `label_width` (int, in [1, inf]; default `1`): Dataset Param: number of labels per image.
+- `batch_size` (int, in [1, inf]; required): Batch Param: batch size.
+- `shuffle` (boolean; default `False`): Augmentation Param: whether to shuffle the samples (again at every reset).
+- `seed` (int; default `0`): Augmentation Param: random seed (shuffling and augmentation).
+- `round_batch` (boolean; default `True`): Batch Param: fill the last batch with samples from the start of the epoch (pad counts them) instead of zeros.
+- `num_parts` (int, in [1, inf]; default `1`): Partition the data into this many parts (distributed training).
+- `part_index` (int, in [0, inf]; default `0`): The part this iterator reads.
+- `preprocess_threads` (int, in [1, 1024]; default `4`): Backend Param: number of threads decoding and augmenting images.
+- `verbose` (boolean; default `True`): Auxiliary Param: whether to log (unused).
+- `shuffle_chunk_size` (int, in [0, inf]; default `0`): The size (MB) of MXNet's shuffle chunks; accepted, Weft shuffles the whole part.
+- `shuffle_chunk_seed` (int; default `0`): The seed of MXNet's chunk shuffling; accepted, seed drives Weft's shuffle.
+- `data_name` (string; default `data`): Name of the data array.
+- `label_name` (string; default `softmax_label`): Name of the label array.
+- `aug_seq` ({'aug_default'}; default `aug_default`): Augmentation Param: the augmenter (MXNet's default one, the only one).
+- `seed_aug` (int or None; default `None`): Augmentation Param: random seed of the augmentations alone (default: seed).
+- `dtype` ({'float32', 'uint8', 'int8'}; default `float32`): Output data type: float32 (normalised), uint8 (the augmented pixels, no normalisation) or int8 (pixel minus the rounded mean, saturated; no std or scale), as MXNet's.
+- `resize` (int; default `-1`): Augmentation Param: resize the shorter edge to this size before cropping (-1: no resize).
+- `rand_crop` (boolean; default `False`): Augmentation Param: crop data_shape at a random position (else at the centre).
+- `random_resized_crop` (boolean; default `False`): Augmentation Param: crop a random area and aspect ratio, then resize it to data_shape (10 tries, then a centre crop).
+- `min_random_area` (float, in [0, 1]; default `1`): Augmentation Param: smallest crop area as a fraction of the image (random_resized_crop).
+- `max_random_area` (float, in [0, 1]; default `1`): Augmentation Param: largest crop area as a fraction of the image (random_resized_crop).
+- `max_aspect_ratio` (float, in [0, inf]; default `0`): Augmentation Param: crop aspect ratio (width/height) drawn from [min_aspect_ratio, max_aspect_ratio], or [1 - max, 1 + max] when min_aspect_ratio is None.
+- `min_aspect_ratio` (double or None; default `None`): Augmentation Param: lower bound of the crop aspect ratio (see max_aspect_ratio).
+- `brightness` (float, in [0, inf]; default `0`): Augmentation Param: brightness factor drawn from [1 - b, 1 + b].
+- `contrast` (float, in [0, inf]; default `0`): Augmentation Param: contrast factor drawn from [1 - c, 1 + c] (blend with the mean grey).
+- `saturation` (float, in [0, inf]; default `0`): Augmentation Param: saturation factor drawn from [1 - s, 1 + s] (blend with each pixel's grey).
+- `rand_mirror` (boolean; default `False`): Augmentation Param: flip left-right with probability 0.5.
+- `mirror` (boolean; default `False`): Augmentation Param: always flip left-right.
+- `mean_r` (float; default `0`): Normalize Param: mean of the R channel.
+- `mean_g` (float; default `0`): Normalize Param: mean of the G channel.
+- `mean_b` (float; default `0`): Normalize Param: mean of the B channel.
+- `std_r` (float; default `1`): Normalize Param: std of the R channel.
+- `std_g` (float; default `1`): Normalize Param: std of the G channel.
+- `std_b` (float; default `1`): Normalize Param: std of the B channel.
+- `scale` (float; default `1`): Normalize Param: multiplier after normalisation.
+- `mean_img` (string; default `\"\"`): Normalize Param: file of the mean image, subtracted instead of mean_r/mean_g/mean_b. When the file does not exist, the mean of the (augmented, normalised) images of the data set is computed on creation and saved there as an NDArray file with the key \"mean_img\".
+- `inter_method` (int; default `1`): Augmentation Param: interpolation: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos, 9 auto (bicubic to enlarge, area to shrink, else bilinear), 10 one of 0..4 at random per image.
+- `max_rotate_angle` (float, in [0, inf]; default `0`): Augmentation Param: rotate by a random whole number of degrees in [-v, v].
+- `rotate` (float; default `-1`): Augmentation Param: rotate by this angle (degrees) when positive, instead of max_rotate_angle.
+- `max_shear_ratio` (float, in [0, inf]; default `0`): Augmentation Param: shear (x, y) -> (x + m y, y) with m drawn from [-v, v].
+- `max_crop_size` (int; default `-1`): Augmentation Param: crop a square of a random side in [min_crop_size, max_crop_size] (then resized to data_shape); ignored with random_resized_crop.
+- `min_crop_size` (int; default `-1`): Augmentation Param: the smallest side of that square crop.
+- `max_random_scale` (float; default `1`): Augmentation Param: scale the image by s drawn from [min_random_scale, max_random_scale].
+- `min_random_scale` (float; default `1`): Augmentation Param: the smallest such scale.
+- `max_img_size` (float; default `10000000000`): Augmentation Param: largest width and height after the scale and rotation.
+- `min_img_size` (float; default `0`): Augmentation Param: smallest width and height after the scale and rotation.
+- `pca_noise` (float, in [0, inf]; default `0`): Augmentation Param: add AlexNet's PCA lighting noise (ImageNet eigenvectors, alphas drawn from N(0, pca_noise)).
+- `random_h` (int, in [0, inf]; default `0`): Augmentation Param: add a random value in [-v, v] to the H channel in HSL space (H in [0, 180)).
+- `random_s` (int, in [0, inf]; default `0`): Augmentation Param: add a random value in [-v, v] to the S channel in HSL space.
+- `random_l` (int, in [0, inf]; default `0`): Augmentation Param: add a random value in [-v, v] to the L channel in HSL space.
+- `fill_value` (int, in [0, 255]; default `255`): Augmentation Param: value of the pixels the rotation, shear and pad bring in.
+- `pad` (int, in [0, inf]; default `0`): Augmentation Param: pad every side by this many fill_value pixels before cropping.
+- `max_random_contrast` (float, in [0, inf]; default `0`): Normalize Param: multiply the normalised image by a factor drawn from [1 - v, 1 + v].
+- `max_random_illumination` (float, in [0, inf]; default `0`): Normalize Param: add a value drawn from [-v, v] (times scale / std) to the normalised image.
 - `prefetch_buffer` (int, in [0, 1024]; default `4`): Batches prepared ahead on a background thread (0 loads in the caller's thread)
 
 Also `data_name` and `label_name` (Symbols; default the iterator's own names) name
@@ -188,6 +268,237 @@ ImageRecordIter(; kwargs...) = MXDataProvider("ImageRecordIter"; kwargs...)
 The same iterator as `ImageRecordIter` (MXNet.jl's name).
 """
 ImageRecordProvider(; kwargs...) = ImageRecordIter(; kwargs...)
+
+"""
+    ImageRecordIter_v1(; path_imglist=\"\", path_imgrec, path_imgidx=\"\", data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, verbose=True, shuffle_chunk_size=0, shuffle_chunk_seed=0, data_name=data, label_name=softmax_label, aug_seq=aug_default, seed_aug=None, dtype=float32, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, mean_img=\"\", inter_method=1, max_rotate_angle=0, rotate=-1, max_shear_ratio=0, max_crop_size=-1, min_crop_size=-1, max_random_scale=1, min_random_scale=1, max_img_size=10000000000, min_img_size=0, pca_noise=0, random_h=0, random_s=0, random_l=0, fill_value=255, pad=0, max_random_contrast=0, max_random_illumination=0, prefetch_buffer=4)
+
+ImageRecordIter under the name of MXNet's first implementation.
+
+# Parameters
+- `path_imglist` (string; default `\"\"`): Dataset Param: a list file (index, label_width labels and the path per line, as im2rec writes it) whose labels replace the records' own, matched by the records' image index.
+- `path_imgrec` (string; required): Dataset Param: path to the image RecordIO (.rec) file.
+- `path_imgidx` (string; default `\"\"`): Dataset Param: path to its .idx file (optional; saves a pass over the file).
+- `data_shape` (Shape(tuple); required): Dataset Param: shape of one image, (channels, height, width).
+- `label_width` (int, in [1, inf]; default `1`): Dataset Param: number of labels per image.
+- `batch_size` (int, in [1, inf]; required): Batch Param: batch size.
+- `shuffle` (boolean; default `False`): Augmentation Param: whether to shuffle the samples (again at every reset).
+- `seed` (int; default `0`): Augmentation Param: random seed (shuffling and augmentation).
+- `round_batch` (boolean; default `True`): Batch Param: fill the last batch with samples from the start of the epoch (pad counts them) instead of zeros.
+- `num_parts` (int, in [1, inf]; default `1`): Partition the data into this many parts (distributed training).
+- `part_index` (int, in [0, inf]; default `0`): The part this iterator reads.
+- `preprocess_threads` (int, in [1, 1024]; default `4`): Backend Param: number of threads decoding and augmenting images.
+- `verbose` (boolean; default `True`): Auxiliary Param: whether to log (unused).
+- `shuffle_chunk_size` (int, in [0, inf]; default `0`): The size (MB) of MXNet's shuffle chunks; accepted, Weft shuffles the whole part.
+- `shuffle_chunk_seed` (int; default `0`): The seed of MXNet's chunk shuffling; accepted, seed drives Weft's shuffle.
+- `data_name` (string; default `data`): Name of the data array.
+- `label_name` (string; default `softmax_label`): Name of the label array.
+- `aug_seq` ({'aug_default'}; default `aug_default`): Augmentation Param: the augmenter (MXNet's default one, the only one).
+- `seed_aug` (int or None; default `None`): Augmentation Param: random seed of the augmentations alone (default: seed).
+- `dtype` ({'float32', 'uint8', 'int8'}; default `float32`): Output data type: float32 (normalised), uint8 (the augmented pixels, no normalisation) or int8 (pixel minus the rounded mean, saturated; no std or scale), as MXNet's.
+- `resize` (int; default `-1`): Augmentation Param: resize the shorter edge to this size before cropping (-1: no resize).
+- `rand_crop` (boolean; default `False`): Augmentation Param: crop data_shape at a random position (else at the centre).
+- `random_resized_crop` (boolean; default `False`): Augmentation Param: crop a random area and aspect ratio, then resize it to data_shape (10 tries, then a centre crop).
+- `min_random_area` (float, in [0, 1]; default `1`): Augmentation Param: smallest crop area as a fraction of the image (random_resized_crop).
+- `max_random_area` (float, in [0, 1]; default `1`): Augmentation Param: largest crop area as a fraction of the image (random_resized_crop).
+- `max_aspect_ratio` (float, in [0, inf]; default `0`): Augmentation Param: crop aspect ratio (width/height) drawn from [min_aspect_ratio, max_aspect_ratio], or [1 - max, 1 + max] when min_aspect_ratio is None.
+- `min_aspect_ratio` (double or None; default `None`): Augmentation Param: lower bound of the crop aspect ratio (see max_aspect_ratio).
+- `brightness` (float, in [0, inf]; default `0`): Augmentation Param: brightness factor drawn from [1 - b, 1 + b].
+- `contrast` (float, in [0, inf]; default `0`): Augmentation Param: contrast factor drawn from [1 - c, 1 + c] (blend with the mean grey).
+- `saturation` (float, in [0, inf]; default `0`): Augmentation Param: saturation factor drawn from [1 - s, 1 + s] (blend with each pixel's grey).
+- `rand_mirror` (boolean; default `False`): Augmentation Param: flip left-right with probability 0.5.
+- `mirror` (boolean; default `False`): Augmentation Param: always flip left-right.
+- `mean_r` (float; default `0`): Normalize Param: mean of the R channel.
+- `mean_g` (float; default `0`): Normalize Param: mean of the G channel.
+- `mean_b` (float; default `0`): Normalize Param: mean of the B channel.
+- `std_r` (float; default `1`): Normalize Param: std of the R channel.
+- `std_g` (float; default `1`): Normalize Param: std of the G channel.
+- `std_b` (float; default `1`): Normalize Param: std of the B channel.
+- `scale` (float; default `1`): Normalize Param: multiplier after normalisation.
+- `mean_img` (string; default `\"\"`): Normalize Param: file of the mean image, subtracted instead of mean_r/mean_g/mean_b. When the file does not exist, the mean of the (augmented, normalised) images of the data set is computed on creation and saved there as an NDArray file with the key \"mean_img\".
+- `inter_method` (int; default `1`): Augmentation Param: interpolation: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos, 9 auto (bicubic to enlarge, area to shrink, else bilinear), 10 one of 0..4 at random per image.
+- `max_rotate_angle` (float, in [0, inf]; default `0`): Augmentation Param: rotate by a random whole number of degrees in [-v, v].
+- `rotate` (float; default `-1`): Augmentation Param: rotate by this angle (degrees) when positive, instead of max_rotate_angle.
+- `max_shear_ratio` (float, in [0, inf]; default `0`): Augmentation Param: shear (x, y) -> (x + m y, y) with m drawn from [-v, v].
+- `max_crop_size` (int; default `-1`): Augmentation Param: crop a square of a random side in [min_crop_size, max_crop_size] (then resized to data_shape); ignored with random_resized_crop.
+- `min_crop_size` (int; default `-1`): Augmentation Param: the smallest side of that square crop.
+- `max_random_scale` (float; default `1`): Augmentation Param: scale the image by s drawn from [min_random_scale, max_random_scale].
+- `min_random_scale` (float; default `1`): Augmentation Param: the smallest such scale.
+- `max_img_size` (float; default `10000000000`): Augmentation Param: largest width and height after the scale and rotation.
+- `min_img_size` (float; default `0`): Augmentation Param: smallest width and height after the scale and rotation.
+- `pca_noise` (float, in [0, inf]; default `0`): Augmentation Param: add AlexNet's PCA lighting noise (ImageNet eigenvectors, alphas drawn from N(0, pca_noise)).
+- `random_h` (int, in [0, inf]; default `0`): Augmentation Param: add a random value in [-v, v] to the H channel in HSL space (H in [0, 180)).
+- `random_s` (int, in [0, inf]; default `0`): Augmentation Param: add a random value in [-v, v] to the S channel in HSL space.
+- `random_l` (int, in [0, inf]; default `0`): Augmentation Param: add a random value in [-v, v] to the L channel in HSL space.
+- `fill_value` (int, in [0, 255]; default `255`): Augmentation Param: value of the pixels the rotation, shear and pad bring in.
+- `pad` (int, in [0, inf]; default `0`): Augmentation Param: pad every side by this many fill_value pixels before cropping.
+- `max_random_contrast` (float, in [0, inf]; default `0`): Normalize Param: multiply the normalised image by a factor drawn from [1 - v, 1 + v].
+- `max_random_illumination` (float, in [0, inf]; default `0`): Normalize Param: add a value drawn from [-v, v] (times scale / std) to the normalised image.
+- `prefetch_buffer` (int, in [0, 1024]; default `4`): Batches prepared ahead on a background thread (0 loads in the caller's thread)
+
+Also `data_name` and `label_name` (Symbols; default the iterator's own names) name
+the arrays of `provide_data`/`provide_label`.
+"""
+ImageRecordIter_v1(; kwargs...) = MXDataProvider("ImageRecordIter_v1"; kwargs...)
+"""
+    ImageRecordIter_v1Provider(; kwargs...)
+
+The same iterator as `ImageRecordIter_v1` (MXNet.jl's name).
+"""
+ImageRecordIter_v1Provider(; kwargs...) = ImageRecordIter_v1(; kwargs...)
+
+"""
+    ImageRecordUInt8Iter(; path_imglist=\"\", path_imgrec, path_imgidx=\"\", data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, verbose=True, shuffle_chunk_size=0, shuffle_chunk_seed=0, data_name=data, label_name=softmax_label, aug_seq=aug_default, seed_aug=None, dtype=float32, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, mean_img=\"\", inter_method=1, max_rotate_angle=0, rotate=-1, max_shear_ratio=0, max_crop_size=-1, min_crop_size=-1, max_random_scale=1, min_random_scale=1, max_img_size=10000000000, min_img_size=0, pca_noise=0, random_h=0, random_s=0, random_l=0, fill_value=255, pad=0, max_random_contrast=0, max_random_illumination=0, prefetch_buffer=4)
+
+ImageRecordIter with dtype='uint8': the augmented pixels, not normalised (MXNet's name).
+
+# Parameters
+- `path_imglist` (string; default `\"\"`): Dataset Param: a list file (index, label_width labels and the path per line, as im2rec writes it) whose labels replace the records' own, matched by the records' image index.
+- `path_imgrec` (string; required): Dataset Param: path to the image RecordIO (.rec) file.
+- `path_imgidx` (string; default `\"\"`): Dataset Param: path to its .idx file (optional; saves a pass over the file).
+- `data_shape` (Shape(tuple); required): Dataset Param: shape of one image, (channels, height, width).
+- `label_width` (int, in [1, inf]; default `1`): Dataset Param: number of labels per image.
+- `batch_size` (int, in [1, inf]; required): Batch Param: batch size.
+- `shuffle` (boolean; default `False`): Augmentation Param: whether to shuffle the samples (again at every reset).
+- `seed` (int; default `0`): Augmentation Param: random seed (shuffling and augmentation).
+- `round_batch` (boolean; default `True`): Batch Param: fill the last batch with samples from the start of the epoch (pad counts them) instead of zeros.
+- `num_parts` (int, in [1, inf]; default `1`): Partition the data into this many parts (distributed training).
+- `part_index` (int, in [0, inf]; default `0`): The part this iterator reads.
+- `preprocess_threads` (int, in [1, 1024]; default `4`): Backend Param: number of threads decoding and augmenting images.
+- `verbose` (boolean; default `True`): Auxiliary Param: whether to log (unused).
+- `shuffle_chunk_size` (int, in [0, inf]; default `0`): The size (MB) of MXNet's shuffle chunks; accepted, Weft shuffles the whole part.
+- `shuffle_chunk_seed` (int; default `0`): The seed of MXNet's chunk shuffling; accepted, seed drives Weft's shuffle.
+- `data_name` (string; default `data`): Name of the data array.
+- `label_name` (string; default `softmax_label`): Name of the label array.
+- `aug_seq` ({'aug_default'}; default `aug_default`): Augmentation Param: the augmenter (MXNet's default one, the only one).
+- `seed_aug` (int or None; default `None`): Augmentation Param: random seed of the augmentations alone (default: seed).
+- `dtype` ({'float32', 'uint8', 'int8'}; default `float32`): Output data type: float32 (normalised), uint8 (the augmented pixels, no normalisation) or int8 (pixel minus the rounded mean, saturated; no std or scale), as MXNet's.
+- `resize` (int; default `-1`): Augmentation Param: resize the shorter edge to this size before cropping (-1: no resize).
+- `rand_crop` (boolean; default `False`): Augmentation Param: crop data_shape at a random position (else at the centre).
+- `random_resized_crop` (boolean; default `False`): Augmentation Param: crop a random area and aspect ratio, then resize it to data_shape (10 tries, then a centre crop).
+- `min_random_area` (float, in [0, 1]; default `1`): Augmentation Param: smallest crop area as a fraction of the image (random_resized_crop).
+- `max_random_area` (float, in [0, 1]; default `1`): Augmentation Param: largest crop area as a fraction of the image (random_resized_crop).
+- `max_aspect_ratio` (float, in [0, inf]; default `0`): Augmentation Param: crop aspect ratio (width/height) drawn from [min_aspect_ratio, max_aspect_ratio], or [1 - max, 1 + max] when min_aspect_ratio is None.
+- `min_aspect_ratio` (double or None; default `None`): Augmentation Param: lower bound of the crop aspect ratio (see max_aspect_ratio).
+- `brightness` (float, in [0, inf]; default `0`): Augmentation Param: brightness factor drawn from [1 - b, 1 + b].
+- `contrast` (float, in [0, inf]; default `0`): Augmentation Param: contrast factor drawn from [1 - c, 1 + c] (blend with the mean grey).
+- `saturation` (float, in [0, inf]; default `0`): Augmentation Param: saturation factor drawn from [1 - s, 1 + s] (blend with each pixel's grey).
+- `rand_mirror` (boolean; default `False`): Augmentation Param: flip left-right with probability 0.5.
+- `mirror` (boolean; default `False`): Augmentation Param: always flip left-right.
+- `mean_r` (float; default `0`): Normalize Param: mean of the R channel.
+- `mean_g` (float; default `0`): Normalize Param: mean of the G channel.
+- `mean_b` (float; default `0`): Normalize Param: mean of the B channel.
+- `std_r` (float; default `1`): Normalize Param: std of the R channel.
+- `std_g` (float; default `1`): Normalize Param: std of the G channel.
+- `std_b` (float; default `1`): Normalize Param: std of the B channel.
+- `scale` (float; default `1`): Normalize Param: multiplier after normalisation.
+- `mean_img` (string; default `\"\"`): Normalize Param: file of the mean image, subtracted instead of mean_r/mean_g/mean_b. When the file does not exist, the mean of the (augmented, normalised) images of the data set is computed on creation and saved there as an NDArray file with the key \"mean_img\".
+- `inter_method` (int; default `1`): Augmentation Param: interpolation: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos, 9 auto (bicubic to enlarge, area to shrink, else bilinear), 10 one of 0..4 at random per image.
+- `max_rotate_angle` (float, in [0, inf]; default `0`): Augmentation Param: rotate by a random whole number of degrees in [-v, v].
+- `rotate` (float; default `-1`): Augmentation Param: rotate by this angle (degrees) when positive, instead of max_rotate_angle.
+- `max_shear_ratio` (float, in [0, inf]; default `0`): Augmentation Param: shear (x, y) -> (x + m y, y) with m drawn from [-v, v].
+- `max_crop_size` (int; default `-1`): Augmentation Param: crop a square of a random side in [min_crop_size, max_crop_size] (then resized to data_shape); ignored with random_resized_crop.
+- `min_crop_size` (int; default `-1`): Augmentation Param: the smallest side of that square crop.
+- `max_random_scale` (float; default `1`): Augmentation Param: scale the image by s drawn from [min_random_scale, max_random_scale].
+- `min_random_scale` (float; default `1`): Augmentation Param: the smallest such scale.
+- `max_img_size` (float; default `10000000000`): Augmentation Param: largest width and height after the scale and rotation.
+- `min_img_size` (float; default `0`): Augmentation Param: smallest width and height after the scale and rotation.
+- `pca_noise` (float, in [0, inf]; default `0`): Augmentation Param: add AlexNet's PCA lighting noise (ImageNet eigenvectors, alphas drawn from N(0, pca_noise)).
+- `random_h` (int, in [0, inf]; default `0`): Augmentation Param: add a random value in [-v, v] to the H channel in HSL space (H in [0, 180)).
+- `random_s` (int, in [0, inf]; default `0`): Augmentation Param: add a random value in [-v, v] to the S channel in HSL space.
+- `random_l` (int, in [0, inf]; default `0`): Augmentation Param: add a random value in [-v, v] to the L channel in HSL space.
+- `fill_value` (int, in [0, 255]; default `255`): Augmentation Param: value of the pixels the rotation, shear and pad bring in.
+- `pad` (int, in [0, inf]; default `0`): Augmentation Param: pad every side by this many fill_value pixels before cropping.
+- `max_random_contrast` (float, in [0, inf]; default `0`): Normalize Param: multiply the normalised image by a factor drawn from [1 - v, 1 + v].
+- `max_random_illumination` (float, in [0, inf]; default `0`): Normalize Param: add a value drawn from [-v, v] (times scale / std) to the normalised image.
+- `prefetch_buffer` (int, in [0, 1024]; default `4`): Batches prepared ahead on a background thread (0 loads in the caller's thread)
+
+Also `data_name` and `label_name` (Symbols; default the iterator's own names) name
+the arrays of `provide_data`/`provide_label`.
+"""
+ImageRecordUInt8Iter(; kwargs...) = MXDataProvider("ImageRecordUInt8Iter"; kwargs...)
+"""
+    ImageRecordUInt8Provider(; kwargs...)
+
+The same iterator as `ImageRecordUInt8Iter` (MXNet.jl's name).
+"""
+ImageRecordUInt8Provider(; kwargs...) = ImageRecordUInt8Iter(; kwargs...)
+
+"""
+    ImageRecordUInt8Iter_v1(; path_imglist=\"\", path_imgrec, path_imgidx=\"\", data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, verbose=True, shuffle_chunk_size=0, shuffle_chunk_seed=0, data_name=data, label_name=softmax_label, aug_seq=aug_default, seed_aug=None, dtype=float32, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, mean_img=\"\", inter_method=1, max_rotate_angle=0, rotate=-1, max_shear_ratio=0, max_crop_size=-1, min_crop_size=-1, max_random_scale=1, min_random_scale=1, max_img_size=10000000000, min_img_size=0, pca_noise=0, random_h=0, random_s=0, random_l=0, fill_value=255, pad=0, max_random_contrast=0, max_random_illumination=0, prefetch_buffer=4)
+
+ImageRecordUInt8Iter under the name of MXNet's first implementation.
+
+# Parameters
+- `path_imglist` (string; default `\"\"`): Dataset Param: a list file (index, label_width labels and the path per line, as im2rec writes it) whose labels replace the records' own, matched by the records' image index.
+- `path_imgrec` (string; required): Dataset Param: path to the image RecordIO (.rec) file.
+- `path_imgidx` (string; default `\"\"`): Dataset Param: path to its .idx file (optional; saves a pass over the file).
+- `data_shape` (Shape(tuple); required): Dataset Param: shape of one image, (channels, height, width).
+- `label_width` (int, in [1, inf]; default `1`): Dataset Param: number of labels per image.
+- `batch_size` (int, in [1, inf]; required): Batch Param: batch size.
+- `shuffle` (boolean; default `False`): Augmentation Param: whether to shuffle the samples (again at every reset).
+- `seed` (int; default `0`): Augmentation Param: random seed (shuffling and augmentation).
+- `round_batch` (boolean; default `True`): Batch Param: fill the last batch with samples from the start of the epoch (pad counts them) instead of zeros.
+- `num_parts` (int, in [1, inf]; default `1`): Partition the data into this many parts (distributed training).
+- `part_index` (int, in [0, inf]; default `0`): The part this iterator reads.
+- `preprocess_threads` (int, in [1, 1024]; default `4`): Backend Param: number of threads decoding and augmenting images.
+- `verbose` (boolean; default `True`): Auxiliary Param: whether to log (unused).
+- `shuffle_chunk_size` (int, in [0, inf]; default `0`): The size (MB) of MXNet's shuffle chunks; accepted, Weft shuffles the whole part.
+- `shuffle_chunk_seed` (int; default `0`): The seed of MXNet's chunk shuffling; accepted, seed drives Weft's shuffle.
+- `data_name` (string; default `data`): Name of the data array.
+- `label_name` (string; default `softmax_label`): Name of the label array.
+- `aug_seq` ({'aug_default'}; default `aug_default`): Augmentation Param: the augmenter (MXNet's default one, the only one).
+- `seed_aug` (int or None; default `None`): Augmentation Param: random seed of the augmentations alone (default: seed).
+- `dtype` ({'float32', 'uint8', 'int8'}; default `float32`): Output data type: float32 (normalised), uint8 (the augmented pixels, no normalisation) or int8 (pixel minus the rounded mean, saturated; no std or scale), as MXNet's.
+- `resize` (int; default `-1`): Augmentation Param: resize the shorter edge to this size before cropping (-1: no resize).
+- `rand_crop` (boolean; default `False`): Augmentation Param: crop data_shape at a random position (else at the centre).
+- `random_resized_crop` (boolean; default `False`): Augmentation Param: crop a random area and aspect ratio, then resize it to data_shape (10 tries, then a centre crop).
+- `min_random_area` (float, in [0, 1]; default `1`): Augmentation Param: smallest crop area as a fraction of the image (random_resized_crop).
+- `max_random_area` (float, in [0, 1]; default `1`): Augmentation Param: largest crop area as a fraction of the image (random_resized_crop).
+- `max_aspect_ratio` (float, in [0, inf]; default `0`): Augmentation Param: crop aspect ratio (width/height) drawn from [min_aspect_ratio, max_aspect_ratio], or [1 - max, 1 + max] when min_aspect_ratio is None.
+- `min_aspect_ratio` (double or None; default `None`): Augmentation Param: lower bound of the crop aspect ratio (see max_aspect_ratio).
+- `brightness` (float, in [0, inf]; default `0`): Augmentation Param: brightness factor drawn from [1 - b, 1 + b].
+- `contrast` (float, in [0, inf]; default `0`): Augmentation Param: contrast factor drawn from [1 - c, 1 + c] (blend with the mean grey).
+- `saturation` (float, in [0, inf]; default `0`): Augmentation Param: saturation factor drawn from [1 - s, 1 + s] (blend with each pixel's grey).
+- `rand_mirror` (boolean; default `False`): Augmentation Param: flip left-right with probability 0.5.
+- `mirror` (boolean; default `False`): Augmentation Param: always flip left-right.
+- `mean_r` (float; default `0`): Normalize Param: mean of the R channel.
+- `mean_g` (float; default `0`): Normalize Param: mean of the G channel.
+- `mean_b` (float; default `0`): Normalize Param: mean of the B channel.
+- `std_r` (float; default `1`): Normalize Param: std of the R channel.
+- `std_g` (float; default `1`): Normalize Param: std of the G channel.
+- `std_b` (float; default `1`): Normalize Param: std of the B channel.
+- `scale` (float; default `1`): Normalize Param: multiplier after normalisation.
+- `mean_img` (string; default `\"\"`): Normalize Param: file of the mean image, subtracted instead of mean_r/mean_g/mean_b. When the file does not exist, the mean of the (augmented, normalised) images of the data set is computed on creation and saved there as an NDArray file with the key \"mean_img\".
+- `inter_method` (int; default `1`): Augmentation Param: interpolation: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos, 9 auto (bicubic to enlarge, area to shrink, else bilinear), 10 one of 0..4 at random per image.
+- `max_rotate_angle` (float, in [0, inf]; default `0`): Augmentation Param: rotate by a random whole number of degrees in [-v, v].
+- `rotate` (float; default `-1`): Augmentation Param: rotate by this angle (degrees) when positive, instead of max_rotate_angle.
+- `max_shear_ratio` (float, in [0, inf]; default `0`): Augmentation Param: shear (x, y) -> (x + m y, y) with m drawn from [-v, v].
+- `max_crop_size` (int; default `-1`): Augmentation Param: crop a square of a random side in [min_crop_size, max_crop_size] (then resized to data_shape); ignored with random_resized_crop.
+- `min_crop_size` (int; default `-1`): Augmentation Param: the smallest side of that square crop.
+- `max_random_scale` (float; default `1`): Augmentation Param: scale the image by s drawn from [min_random_scale, max_random_scale].
+- `min_random_scale` (float; default `1`): Augmentation Param: the smallest such scale.
+- `max_img_size` (float; default `10000000000`): Augmentation Param: largest width and height after the scale and rotation.
+- `min_img_size` (float; default `0`): Augmentation Param: smallest width and height after the scale and rotation.
+- `pca_noise` (float, in [0, inf]; default `0`): Augmentation Param: add AlexNet's PCA lighting noise (ImageNet eigenvectors, alphas drawn from N(0, pca_noise)).
+- `random_h` (int, in [0, inf]; default `0`): Augmentation Param: add a random value in [-v, v] to the H channel in HSL space (H in [0, 180)).
+- `random_s` (int, in [0, inf]; default `0`): Augmentation Param: add a random value in [-v, v] to the S channel in HSL space.
+- `random_l` (int, in [0, inf]; default `0`): Augmentation Param: add a random value in [-v, v] to the L channel in HSL space.
+- `fill_value` (int, in [0, 255]; default `255`): Augmentation Param: value of the pixels the rotation, shear and pad bring in.
+- `pad` (int, in [0, inf]; default `0`): Augmentation Param: pad every side by this many fill_value pixels before cropping.
+- `max_random_contrast` (float, in [0, inf]; default `0`): Normalize Param: multiply the normalised image by a factor drawn from [1 - v, 1 + v].
+- `max_random_illumination` (float, in [0, inf]; default `0`): Normalize Param: add a value drawn from [-v, v] (times scale / std) to the normalised image.
+- `prefetch_buffer` (int, in [0, 1024]; default `4`): Batches prepared ahead on a background thread (0 loads in the caller's thread)
+
+Also `data_name` and `label_name` (Symbols; default the iterator's own names) name
+the arrays of `provide_data`/`provide_label`.
+"""
+ImageRecordUInt8Iter_v1(; kwargs...) = MXDataProvider("ImageRecordUInt8Iter_v1"; kwargs...)
+"""
+    ImageRecordUInt8Iter_v1Provider(; kwargs...)
+
+The same iterator as `ImageRecordUInt8Iter_v1` (MXNet.jl's name).
+"""
+ImageRecordUInt8Iter_v1Provider(; kwargs...) = ImageRecordUInt8Iter_v1(; kwargs...)
 
 """
     LibSVMIter(; data_libsvm, data_shape, label_libsvm=NULL, label_shape=(1,), num_parts=1, part_index=0, batch_size, round_batch=True, prefetch_buffer=4)
@@ -248,4 +559,4 @@ The same iterator as `MNISTIter` (MXNet.jl's name).
 """
 MNISTProvider(; kwargs...) = MNISTIter(; kwargs...)
 
-const _ITERATOR_NAMES = ["CSVIter", "ImageDetRecordIter", "ImageRecordIter", "LibSVMIter", "MNISTIter"]
+const _ITERATOR_NAMES = ["CSVIter", "ImageDetRecordIter", "ImageRecordInt8Iter", "ImageRecordIter", "ImageRecordIter_v1", "ImageRecordUInt8Iter", "ImageRecordUInt8Iter_v1", "LibSVMIter", "MNISTIter"]

@@ -11,8 +11,24 @@ mx.io.ImageDetRecordIter <- function(...) {
   .weft_iter_create("ImageDetRecordIter", list(...), c("data_shape", "min_crop_scales", "max_crop_scales", "min_crop_aspect_ratios", "max_crop_aspect_ratios", "min_crop_overlaps", "max_crop_overlaps", "min_crop_sample_coverages", "max_crop_sample_coverages", "min_crop_object_coverages", "max_crop_object_coverages", "max_crop_trials"))
 }
 
+mx.io.ImageRecordInt8Iter <- function(...) {
+  .weft_iter_create("ImageRecordInt8Iter", list(...), c("data_shape"))
+}
+
 mx.io.ImageRecordIter <- function(...) {
   .weft_iter_create("ImageRecordIter", list(...), c("data_shape"))
+}
+
+mx.io.ImageRecordIter_v1 <- function(...) {
+  .weft_iter_create("ImageRecordIter_v1", list(...), c("data_shape"))
+}
+
+mx.io.ImageRecordUInt8Iter <- function(...) {
+  .weft_iter_create("ImageRecordUInt8Iter", list(...), c("data_shape"))
+}
+
+mx.io.ImageRecordUInt8Iter_v1 <- function(...) {
+  .weft_iter_create("ImageRecordUInt8Iter_v1", list(...), c("data_shape"))
 }
 
 mx.io.LibSVMIter <- function(...) {
