@@ -23,9 +23,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <exception>
+#include <fstream>
 #include <numeric>
 #include <random>
+#include <sstream>
+#include <unordered_map>
 
 #include "core/base/tblob.h"
 #include "core/io/data_iter.h"
@@ -58,8 +62,9 @@ struct ImageDetRecParam {
 };
 WEFT_PARAM_SCHEMA(ImageDetRecParam, s) {
   s.Field("path_imglist", &ImageDetRecParam::path_imglist).Default("")
-      .Describe("Dataset Param: path to an image list giving the labels (not supported: the labels come from the "
-                "records).");
+      .Describe("Dataset Param: an image list (index, labels, path per line) whose labels replace the records' "
+                "own, matched by the records' image index; with label_width -1 every value between the index and the "
+                "path is a label.");
   s.Field("path_imgrec", &ImageDetRecParam::path_imgrec).Default("./data/imgrec.rec")
       .Describe("Dataset Param: path to the image RecordIO (.rec) file.");
   s.Field("aug_seq", &ImageDetRecParam::aug_seq).Default("det_aug_default")
@@ -491,8 +496,7 @@ class ImageDetRecordIter : public DataIter {
  public:
   ImageDetRecordIter(const ImageDetRecParam& p, const DetAugParam& aug)
       : p_(p), aug_(CheckDetAug(aug)), reader_(p.path_imgrec) {
-    WEFT_CHECK(p.path_imglist.empty(), kUnsupported, kIter,
-               ": path_imglist is not supported; the labels must be in the records (im2rec with --pack-label)");
+    if (!p.path_imglist.empty()) LoadImageList();
     WEFT_CHECK(p.aug_seq == "det_aug_default", kValue, kIter, ": unknown augmenter in aug_seq '", p.aug_seq,
                "' (det_aug_default is the one there is)");
     WEFT_CHECK(p.data_shape.ndim() == 3, kValue, kIter, ": data_shape must be (channels, height, width), got ",
@@ -513,7 +517,8 @@ class ImageDetRecordIter : public DataIter {
       if (!reader_.Next(&rec)) break;
       offsets_.push_back(off);
       ImageRecordView v = UnpackImageRecord(rec.data(), rec.size(), Where(off));
-      const int n = v.header.flag == 0 ? 1 : static_cast<int>(v.labels.size());
+      const int n = list_labels_.empty() ? (v.header.flag == 0 ? 1 : static_cast<int>(v.labels.size()))
+                                         : static_cast<int>(ListLabels(v.header.id, off).size());
       WEFT_CHECK(p.label_width <= 0 || n == p.label_width, kValue, kIter, ": ", Where(off), " holds ", n,
                  " labels but label_width is ", p.label_width);
       longest = std::max(longest, n);
@@ -598,6 +603,45 @@ class ImageDetRecordIter : public DataIter {
   }
 
  private:
+  // path_imglist: "index label... path" per line (blank lines skipped); label_width > 0
+  // labels each, or with -1 every value between the index and the last field.
+  void LoadImageList() {
+    std::ifstream in(p_.path_imglist);
+    WEFT_CHECK(in.good(), kIO, kIter, ": cannot open path_imglist '", p_.path_imglist, "'");
+    std::string line;
+    for (int lineno = 1; std::getline(in, line); ++lineno) {
+      std::istringstream is(line);
+      std::vector<std::string> fields;
+      for (std::string f; is >> f;) fields.push_back(f);
+      if (fields.empty()) continue;
+      const size_t want = p_.label_width > 0 ? static_cast<size_t>(p_.label_width) + 1 : 2;
+      WEFT_CHECK(fields.size() >= want, kValue, kIter, ": line ", lineno, " of path_imglist '", p_.path_imglist,
+                 "' holds ", fields.size(), " fields; expected the index, ",
+                 p_.label_width > 0 ? std::to_string(p_.label_width) + " labels" : std::string("labels"),
+                 " and the path");
+      const size_t nlab = p_.label_width > 0 ? static_cast<size_t>(p_.label_width) : fields.size() - 2;
+      std::vector<float> labels(nlab);
+      char* end = nullptr;
+      const double index = std::strtod(fields[0].c_str(), &end);
+      WEFT_CHECK(*end == '\0' && index >= 0 && index == std::floor(index), kValue, kIter, ": line ", lineno,
+                 " of path_imglist '", p_.path_imglist, "' starts with '", fields[0], "', not an image index");
+      for (size_t k = 0; k < nlab; ++k) {
+        labels[k] = std::strtof(fields[k + 1].c_str(), &end);
+        WEFT_CHECK(*end == '\0', kValue, kIter, ": line ", lineno, " of path_imglist '", p_.path_imglist, "': '",
+                   fields[k + 1], "' is not a number");
+      }
+      list_labels_[static_cast<uint64_t>(index)] = std::move(labels);
+    }
+    WEFT_CHECK(!list_labels_.empty(), kValue, kIter, ": path_imglist '", p_.path_imglist, "' lists no image");
+  }
+
+  const std::vector<float>& ListLabels(uint64_t id, uint64_t off) const {
+    auto found = list_labels_.find(id);
+    WEFT_CHECK(found != list_labels_.end(), kValue, kIter, ": ", Where(off), " is image ", id, ", which path_imglist '",
+               p_.path_imglist, "' does not list");
+    return found->second;
+  }
+
   std::string Where(uint64_t off) const {
     return "the record at offset " + std::to_string(off) + " of '" + p_.path_imgrec + "'";
   }
@@ -607,7 +651,9 @@ class ImageDetRecordIter : public DataIter {
   uint64_t Sample(const std::string& rec, uint64_t off, uint64_t seed, float* dst, float* lab) const {
     const std::string what = Where(off);
     ImageRecordView v = UnpackImageRecord(rec.data(), rec.size(), what);
-    std::vector<float> raw = v.header.flag == 0 ? std::vector<float>{v.header.label} : v.labels;
+    std::vector<float> raw = !list_labels_.empty() ? ListLabels(v.header.id, off)
+                             : v.header.flag == 0  ? std::vector<float>{v.header.label}
+                                                   : v.labels;
     Image im;
     try {
       im = DecodeImage(v.data, v.size, c_ == 1 ? 0 : c_ == 3 ? 1 : -1, true);
@@ -646,6 +692,7 @@ class ImageDetRecordIter : public DataIter {
   int c_ = 3, h_ = 0, w_ = 0, pad_width_ = 0;
   Shape data_shape_, label_shape_;
   std::vector<uint64_t> offsets_;  // record starts of this part, in file order
+  std::unordered_map<uint64_t, std::vector<float>> list_labels_;  // path_imglist's, by image index
   std::vector<size_t> order_;      // this epoch's order of offsets_
   size_t cursor_ = 0;
   int64_t epoch_ = 0;

@@ -234,3 +234,27 @@ def test_same_draws_whatever_the_thread_count_and_parts_cover_the_file(rec):
                                       part_index=part, round_batch=False)
         seen += [int(b.index[0]) for b in it]
     assert sorted(seen) == [0, 1, 2]
+
+
+def test_labels_from_path_imglist(rec, tmp_path):
+    # MXNet's path_imglist: the list's labels replace the records' own, by image index; with
+    # label_width -1 every value between the index and the path is a label.
+    path, items = rec
+    lists = {0: _label([[1, .1, .1, .5, .5]]), 1: _label([[2, .2, .2, .6, .6], [3, .0, .0, .3, .3]]),
+             2: _label([[4, .3, .3, .9, .9]])}
+    lst = tmp_path / "det.lst"
+    lst.write_text("".join("%d\t%s\timg%d.png\n" % (i, "\t".join("%g" % v for v in lab), i)
+                           for i, lab in lists.items()))
+    it = mx.io.ImageDetRecordIter(path_imgrec=path, path_imglist=str(lst), data_shape=(3, 18, 18), batch_size=3,
+                                  resize_mode="shrink")
+    lab = it.next().label[0].asnumpy()
+    assert it.provide_label[0].shape == (3, 12 + 4)  # the longest list label: 2 + 2 * 5
+    for i, want in lists.items():
+        np.testing.assert_allclose(lab[i, 3:4 + len(want)], [len(want)] + want, rtol=1e-6)
+    lst.write_text("0\t%s\timg0.png\n" % "\t".join("%g" % v for v in lists[0]))
+    with pytest.raises(mx.MXNetError, match="is image 1, which path_imglist .* does not list"):
+        mx.io.ImageDetRecordIter(path_imgrec=path, path_imglist=str(lst), data_shape=(3, 18, 18), batch_size=3)
+    lst.write_text("0\t2\t5\n")
+    with pytest.raises(mx.MXNetError, match="line 1 .* holds 3 fields; expected the index, 7 labels and the path"):
+        mx.io.ImageDetRecordIter(path_imgrec=path, path_imglist=str(lst), label_width=7, data_shape=(3, 18, 18),
+                                 batch_size=3)

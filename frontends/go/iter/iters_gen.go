@@ -41,7 +41,7 @@ func CSVIter(dataCsv string, dataShape []int, batchSize int, opts ...Option) (*w
 //   - batchSize int: Batch Param: batch size.
 //
 // Options:
-//   - WithPathImglist(string): Dataset Param: path to an image list giving the labels (not supported: the labels come from the records). (default none)
+//   - WithPathImglist(string): Dataset Param: an image list (index, labels, path per line) whose labels replace the records' own, matched by the records' image index; with label_width -1 every value between the index and the path is a label. (default none)
 //   - WithPathImgrec(string): Dataset Param: path to the image RecordIO (.rec) file. (default ./data/imgrec.rec)
 //   - WithAugSeq(string): Augmentation Param: the augmenters, comma-separated (det_aug_default is the one there is). (default det_aug_default)
 //   - WithLabelWidth(int): Dataset Param: how many labels each record holds, -1 for any number. (default -1)
@@ -881,7 +881,7 @@ func WithPathImgidx(v string) Option {
 }
 
 // WithPathImglist sets the parameter path_imglist.
-// Dataset Param: path to an image list giving the labels (not supported: the labels come from the records).
+// Dataset Param: an image list (index, labels, path per line) whose labels replace the records' own, matched by the records' image index; with label_width -1 every value between the index and the path is a label.
 func WithPathImglist(v string) Option {
 	return param("path_imglist", v)
 }

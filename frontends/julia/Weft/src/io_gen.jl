@@ -41,7 +41,7 @@ Iterates on image RecordIO files with detection labels (made by im2rec from a de
 Each record's label is [header_width, object_width, header..., (class, xmin, ymin, xmax, ymax, extra...) per object] in coordinates relative to the image. Returns data of shape (batch_size,) + data_shape (RGB, CHW, float32) and labels of shape (batch_size, label_pad_width + 4): per sample [channels, height, width, label length, the label after augmentation], padded with label_pad_value. Augments as MXNet's det_aug_default: shorter-edge resize, HLS and contrast jitter, mirror, padding, constrained random crops (objects follow; those left out are dropped), then the fit to data_shape (resize_mode), and normalises (x - mean) / std * scale.
 
 # Parameters
-- `path_imglist` (string; default `\"\"`): Dataset Param: path to an image list giving the labels (not supported: the labels come from the records).
+- `path_imglist` (string; default `\"\"`): Dataset Param: an image list (index, labels, path per line) whose labels replace the records' own, matched by the records' image index; with label_width -1 every value between the index and the path is a label.
 - `path_imgrec` (string; default `./data/imgrec.rec`): Dataset Param: path to the image RecordIO (.rec) file.
 - `aug_seq` (string; default `det_aug_default`): Augmentation Param: the augmenters, comma-separated (det_aug_default is the one there is).
 - `label_width` (int; default `-1`): Dataset Param: how many labels each record holds, -1 for any number.
