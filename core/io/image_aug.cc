@@ -272,7 +272,7 @@ void FullAugment(const ImageAugParam& p, const uint8_t* data, size_t size, int o
     const double hs = 2.0 * scale / (1.0 + ratio), ws = ratio * hs;
     const int new_w = static_cast<int>(std::max(p.min_img_size, std::min(p.max_img_size, scale * res.width)));
     const int new_h = static_cast<int>(std::max(p.min_img_size, std::min(p.max_img_size, scale * res.height)));
-    WEFT_CHECK(new_w > 0 && new_h > 0, kValue, "ImageRecordIter: the random scale ", scale, " leaves a ", res.width,
+    WEFT_CHECK(new_w > 0 && new_h > 0, kValue, "the random scale ", scale, " leaves a ", res.width,
                "x", res.height, " image empty");
     double m[6] = {hs * a - shear * b * ws, hs * b + shear * a * ws, 0, -b * ws, a * ws, 0};
     // The image's centre stays at the centre of the new size.
@@ -315,7 +315,7 @@ void FullAugment(const ImageAugParam& p, const uint8_t* data, size_t size, int o
   } else if (p.max_crop_size != -1 || p.min_crop_size != -1) {
     const int lo = p.min_crop_size == -1 ? p.max_crop_size : p.min_crop_size;
     const int hi = p.max_crop_size == -1 ? p.min_crop_size : p.max_crop_size;
-    WEFT_CHECK(res.width >= hi && res.height >= hi, kValue, "ImageRecordIter: a ", res.width, "x", res.height,
+    WEFT_CHECK(res.width >= hi && res.height >= hi, kValue, "a ", res.width, "x", res.height,
                " image is smaller than max_crop_size ", hi);
     const int side = std::uniform_int_distribution<int>(lo, hi)(*rng);
     int y = res.height - side, x = res.width - side;
@@ -333,7 +333,7 @@ void FullAugment(const ImageAugParam& p, const uint8_t* data, size_t size, int o
     // data_shape out of the image, enlarged first (keeping its aspect) when smaller.
     if (res.height < out_h) resize(static_cast<int>(static_cast<float>(out_h) / res.height * res.width), out_h);
     if (res.width < out_w) resize(out_w, static_cast<int>(static_cast<float>(out_w) / res.width * res.height));
-    WEFT_CHECK(res.height >= out_h && res.width >= out_w, kValue, "ImageRecordIter: a ", res.width, "x", res.height,
+    WEFT_CHECK(res.height >= out_h && res.width >= out_w, kValue, "a ", res.width, "x", res.height,
                " image is smaller than data_shape");
     int y = res.height - out_h, x = res.width - out_w;
     if (p.rand_crop) {
