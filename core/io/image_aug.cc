@@ -282,12 +282,8 @@ void FullAugment(const ImageAugParam& p, const uint8_t* data, size_t size, int o
                      static_cast<uint8_t>(p.fill_value));
   }
   if (p.pad > 0) {
-    Image padded;
-    padded.width = res.width + 2 * p.pad;
-    padded.height = res.height + 2 * p.pad;
-    padded.channels = res.channels;
-    padded.data.assign(static_cast<size_t>(padded.width) * padded.height * padded.channels,
-                       static_cast<uint8_t>(p.fill_value));
+    Image padded = Image::Filled(res.height + 2 * p.pad, res.width + 2 * p.pad, res.channels,
+                                 static_cast<uint8_t>(p.fill_value));
     const size_t row = static_cast<size_t>(res.width) * res.channels;
     for (int y = 0; y < res.height; ++y)
       std::copy(res.row(y), res.row(y) + row, padded.row(y + p.pad) + static_cast<size_t>(p.pad) * res.channels);
@@ -296,6 +292,12 @@ void FullAugment(const ImageAugParam& p, const uint8_t* data, size_t size, int o
   auto crop_to_output = [&](int x, int y, int w, int h) {
     Image crop = ResizeImage(ImageView::Of(res).Crop(x, y, w, h), out_w, out_h, interp(w, h, out_w, out_h));
     res = std::move(crop);
+  };
+  // Where a window leaving free_w x free_h pixels aside starts: at random, or centred.
+  auto origin = [&](int free_w, int free_h) {
+    if (!p.rand_crop) return std::make_pair(free_w / 2, free_h / 2);
+    const int y = std::uniform_int_distribution<int>(0, free_h)(*rng);
+    return std::make_pair(std::uniform_int_distribution<int>(0, free_w)(*rng), y);
   };
   bool cropped = false;
   if (p.random_resized_crop) {
@@ -318,14 +320,7 @@ void FullAugment(const ImageAugParam& p, const uint8_t* data, size_t size, int o
     WEFT_CHECK(res.width >= hi && res.height >= hi, kValue, "a ", res.width, "x", res.height,
                " image is smaller than max_crop_size ", hi);
     const int side = std::uniform_int_distribution<int>(lo, hi)(*rng);
-    int y = res.height - side, x = res.width - side;
-    if (p.rand_crop) {
-      y = std::uniform_int_distribution<int>(0, y)(*rng);
-      x = std::uniform_int_distribution<int>(0, x)(*rng);
-    } else {
-      y /= 2;
-      x /= 2;
-    }
+    const auto [x, y] = origin(res.width - side, res.height - side);
     crop_to_output(x, y, side, side);
     cropped = true;
   }
@@ -335,19 +330,8 @@ void FullAugment(const ImageAugParam& p, const uint8_t* data, size_t size, int o
     if (res.width < out_w) resize(out_w, static_cast<int>(static_cast<float>(out_w) / res.width * res.height));
     WEFT_CHECK(res.height >= out_h && res.width >= out_w, kValue, "a ", res.width, "x", res.height,
                " image is smaller than data_shape");
-    int y = res.height - out_h, x = res.width - out_w;
-    if (p.rand_crop) {
-      y = std::uniform_int_distribution<int>(0, y)(*rng);
-      x = std::uniform_int_distribution<int>(0, x)(*rng);
-    } else {
-      y /= 2;
-      x /= 2;
-    }
-    Image crop;
-    crop.width = out_w;
-    crop.height = out_h;
-    crop.channels = res.channels;
-    crop.data.resize(static_cast<size_t>(out_w) * out_h * res.channels);
+    const auto [x, y] = origin(res.width - out_w, res.height - out_h);
+    Image crop = Image::Filled(out_h, out_w, res.channels);
     const size_t row = static_cast<size_t>(out_w) * res.channels;
     for (int r = 0; r < out_h; ++r)
       std::copy(res.row(y + r) + static_cast<size_t>(x) * res.channels,

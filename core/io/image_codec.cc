@@ -415,11 +415,7 @@ Image ResizeImage(const ImageView& src, int out_width, int out_height, int inter
              "image resize: interp must be 0 (nearest), 1 (bilinear), 2 (bicubic), 3 (area) or 4 (Lanczos), got ",
              interp);
   const int c = src.channels;
-  Image out;
-  out.height = out_height;
-  out.width = out_width;
-  out.channels = c;
-  out.data.resize(static_cast<size_t>(out_height) * out_width * c);
+  Image out = Image::Filled(out_height, out_width, c);
   const bool shrink = out_width <= src.width && out_height <= src.height;
   const op::ResampleTaps tx = MakeTaps(src.width, out_width, interp, shrink);
   const op::ResampleTaps ty = MakeTaps(src.height, out_height, interp, shrink);
@@ -466,11 +462,7 @@ Image WarpAffine(const ImageView& src, const double m[6], int out_width, int out
   const double i0 = m[4] / det, i1 = -m[1] / det, i3 = -m[3] / det, i4 = m[0] / det;
   const double i2 = -(i0 * m[2] + i1 * m[5]), i5 = -(i3 * m[2] + i4 * m[5]);
   const int c = src.channels;
-  Image out;
-  out.height = out_height;
-  out.width = out_width;
-  out.channels = c;
-  out.data.resize(static_cast<size_t>(out_height) * out_width * c);
+  Image out = Image::Filled(out_height, out_width, c);
   // Area has no warp of its own: bilinear, as OpenCV's warpAffine.
   const int k = interp == 0 ? 1 : interp == 2 ? 4 : interp == 4 ? 8 : 2;
   auto weights = [&](double f, float* w) {

@@ -12,6 +12,15 @@ namespace weft {
 namespace io {
 
 struct Image {
+  // An image of that size with every byte `fill`.
+  static Image Filled(int height, int width, int channels, uint8_t fill = 0) {
+    Image im;
+    im.height = height;
+    im.width = width;
+    im.channels = channels;
+    im.data.assign(static_cast<size_t>(height) * width * channels, fill);
+    return im;
+  }
   int height = 0, width = 0, channels = 0;
   std::vector<uint8_t> data;  // height * width * channels, row-major HWC
   uint8_t* row(int y) { return data.data() + static_cast<size_t>(y) * width * channels; }
