@@ -133,6 +133,10 @@ void PrefetchIter::Request(bool rewind) {
 }
 
 std::unique_ptr<DataIter> MakePrefetcher(std::unique_ptr<DataIter> base, const PrefetchParam& param) {
+  // MXNet's enum is cpu/gpu; a context's name ("gpu(0)") names the same kind.
+  const std::string kind = param.ctx.substr(0, param.ctx.find('('));
+  WEFT_CHECK(kind == "cpu" || kind == "gpu", kValue, "data iterator: ctx must be 'cpu' or 'gpu', got '", param.ctx,
+             "'");
   if (param.prefetch_buffer <= 0) return base;
   return std::make_unique<PrefetchIter>(std::move(base), param.prefetch_buffer);
 }

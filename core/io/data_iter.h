@@ -125,12 +125,17 @@ void WarnUnknownParams(const std::string& iter, const KwArgs& rest);
 // The prefetcher's parameters, shared by every iterator that runs behind one.
 struct PrefetchParam {
   int prefetch_buffer = 4;
+  std::string ctx = "gpu";
 };
 WEFT_PARAM_SCHEMA(PrefetchParam, s) {
   s.Field("prefetch_buffer", &PrefetchParam::prefetch_buffer)
       .Default(4)
       .Range(0, 1024)
       .Describe("Batches prepared ahead on a background thread (0 loads in the caller's thread)");
+  s.Field("ctx", &PrefetchParam::ctx)
+      .Default("gpu")
+      .Describe("The device the batches are meant for (cpu or gpu, MXNet's hint to its loader); batches are made "
+                "in host memory either way");
 }
 
 // ---------------------------------------------------------------- prefetcher

@@ -525,6 +525,12 @@ def test_image_record_iter_integer_outputs_and_mxnet_names(tmp_path):
         wio.ImageRecordUInt8Iter(dtype="int8", **kw)
     with pytest.raises(weft.MXNetError, match="dtype"):
         wio.ImageRecordIter(dtype="float16", **kw)
+    # MXNet's ctx hint (cpu or gpu, or a context's name) is accepted; batches stay in host memory.
+    for ctx in ("cpu", "gpu", "gpu(0)"):
+        batch = wio.ImageRecordIter(dtype="uint8", ctx=ctx, **kw).next().data[0]
+        assert batch.context == weft.cpu() and batch.dtype == np.uint8
+    with pytest.raises(weft.MXNetError, match="ctx must be 'cpu' or 'gpu', got 'tpu'"):
+        wio.ImageRecordIter(ctx="tpu", **kw)
 
 
 def test_image_record_iter_normalisation_jitter(tmp_path):

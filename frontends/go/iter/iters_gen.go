@@ -22,6 +22,7 @@ import "weft.dev/weft"
 //   - WithDtype(weft.DType): Dtype of the data and label batches; int32 and int64 read every entry as an integer, exactly. (default float32)
 //   - WithRoundBatch(bool): Whether to fill the last batch from the start of the data (the next epoch then starts after the samples used; pad counts them) instead of with zeros. (default True)
 //   - WithPrefetchBuffer(int): Batches prepared ahead on a background thread (0 loads in the caller's thread) (default 4)
+//   - WithCtx(weft.Context): The device the batches are meant for (cpu or gpu, MXNet's hint to its loader); batches are made in host memory either way (default gpu)
 func CSVIter(dataCsv string, dataShape []int, batchSize int, opts ...Option) (*weft.DataIter, error) {
 	c := newCall(opts)
 	c.set("data_csv", dataCsv)
@@ -99,6 +100,7 @@ func CSVIter(dataCsv string, dataShape []int, batchSize int, opts ...Option) (*w
 //   - WithStdA(float64): Normalize Param: std of the alpha channel (used when > 0). (default 0)
 //   - WithScale(float64): Normalize Param: multiplier after normalisation. (default 1)
 //   - WithPrefetchBuffer(int): Batches prepared ahead on a background thread (0 loads in the caller's thread) (default 4)
+//   - WithCtx(weft.Context): The device the batches are meant for (cpu or gpu, MXNet's hint to its loader); batches are made in host memory either way (default gpu)
 func ImageDetRecordIter(dataShape []int, batchSize int, opts ...Option) (*weft.DataIter, error) {
 	c := newCall(opts)
 	c.set("data_shape", dataShape)
@@ -172,6 +174,7 @@ func ImageDetRecordIter(dataShape []int, batchSize int, opts ...Option) (*weft.D
 //   - WithMaxRandomContrast(float64): Normalize Param: multiply the normalised image by a factor drawn from [1 - v, 1 + v]. (default 0)
 //   - WithMaxRandomIllumination(float64): Normalize Param: add a value drawn from [-v, v] (times scale / std) to the normalised image. (default 0)
 //   - WithPrefetchBuffer(int): Batches prepared ahead on a background thread (0 loads in the caller's thread) (default 4)
+//   - WithCtx(weft.Context): The device the batches are meant for (cpu or gpu, MXNet's hint to its loader); batches are made in host memory either way (default gpu)
 func ImageRecordInt8Iter(pathImgrec string, dataShape []int, batchSize int, opts ...Option) (*weft.DataIter, error) {
 	c := newCall(opts)
 	c.set("path_imgrec", pathImgrec)
@@ -248,6 +251,7 @@ func ImageRecordInt8Iter(pathImgrec string, dataShape []int, batchSize int, opts
 //   - WithMaxRandomContrast(float64): Normalize Param: multiply the normalised image by a factor drawn from [1 - v, 1 + v]. (default 0)
 //   - WithMaxRandomIllumination(float64): Normalize Param: add a value drawn from [-v, v] (times scale / std) to the normalised image. (default 0)
 //   - WithPrefetchBuffer(int): Batches prepared ahead on a background thread (0 loads in the caller's thread) (default 4)
+//   - WithCtx(weft.Context): The device the batches are meant for (cpu or gpu, MXNet's hint to its loader); batches are made in host memory either way (default gpu)
 func ImageRecordIter(pathImgrec string, dataShape []int, batchSize int, opts ...Option) (*weft.DataIter, error) {
 	c := newCall(opts)
 	c.set("path_imgrec", pathImgrec)
@@ -322,6 +326,7 @@ func ImageRecordIter(pathImgrec string, dataShape []int, batchSize int, opts ...
 //   - WithMaxRandomContrast(float64): Normalize Param: multiply the normalised image by a factor drawn from [1 - v, 1 + v]. (default 0)
 //   - WithMaxRandomIllumination(float64): Normalize Param: add a value drawn from [-v, v] (times scale / std) to the normalised image. (default 0)
 //   - WithPrefetchBuffer(int): Batches prepared ahead on a background thread (0 loads in the caller's thread) (default 4)
+//   - WithCtx(weft.Context): The device the batches are meant for (cpu or gpu, MXNet's hint to its loader); batches are made in host memory either way (default gpu)
 func ImageRecordIterV1(pathImgrec string, dataShape []int, batchSize int, opts ...Option) (*weft.DataIter, error) {
 	c := newCall(opts)
 	c.set("path_imgrec", pathImgrec)
@@ -396,6 +401,7 @@ func ImageRecordIterV1(pathImgrec string, dataShape []int, batchSize int, opts .
 //   - WithMaxRandomContrast(float64): Normalize Param: multiply the normalised image by a factor drawn from [1 - v, 1 + v]. (default 0)
 //   - WithMaxRandomIllumination(float64): Normalize Param: add a value drawn from [-v, v] (times scale / std) to the normalised image. (default 0)
 //   - WithPrefetchBuffer(int): Batches prepared ahead on a background thread (0 loads in the caller's thread) (default 4)
+//   - WithCtx(weft.Context): The device the batches are meant for (cpu or gpu, MXNet's hint to its loader); batches are made in host memory either way (default gpu)
 func ImageRecordUInt8Iter(pathImgrec string, dataShape []int, batchSize int, opts ...Option) (*weft.DataIter, error) {
 	c := newCall(opts)
 	c.set("path_imgrec", pathImgrec)
@@ -470,6 +476,7 @@ func ImageRecordUInt8Iter(pathImgrec string, dataShape []int, batchSize int, opt
 //   - WithMaxRandomContrast(float64): Normalize Param: multiply the normalised image by a factor drawn from [1 - v, 1 + v]. (default 0)
 //   - WithMaxRandomIllumination(float64): Normalize Param: add a value drawn from [-v, v] (times scale / std) to the normalised image. (default 0)
 //   - WithPrefetchBuffer(int): Batches prepared ahead on a background thread (0 loads in the caller's thread) (default 4)
+//   - WithCtx(weft.Context): The device the batches are meant for (cpu or gpu, MXNet's hint to its loader); batches are made in host memory either way (default gpu)
 func ImageRecordUInt8IterV1(pathImgrec string, dataShape []int, batchSize int, opts ...Option) (*weft.DataIter, error) {
 	c := newCall(opts)
 	c.set("path_imgrec", pathImgrec)
@@ -496,6 +503,7 @@ func ImageRecordUInt8IterV1(pathImgrec string, dataShape []int, batchSize int, o
 //   - WithPartIndex(int): The data part index. (default 0)
 //   - WithRoundBatch(bool): Whether to fill the last batch from the start of the data (the next epoch then starts after the samples used; pad counts them) instead of with zeros. (default True)
 //   - WithPrefetchBuffer(int): Batches prepared ahead on a background thread (0 loads in the caller's thread) (default 4)
+//   - WithCtx(weft.Context): The device the batches are meant for (cpu or gpu, MXNet's hint to its loader); batches are made in host memory either way (default gpu)
 func LibSVMIter(dataLibsvm string, dataShape []int, batchSize int, opts ...Option) (*weft.DataIter, error) {
 	c := newCall(opts)
 	c.set("data_libsvm", dataLibsvm)
@@ -521,6 +529,7 @@ func LibSVMIter(dataLibsvm string, dataShape []int, batchSize int, opts ...Optio
 //   - WithNumParts(int): partition the data into multiple parts (default 1)
 //   - WithPartIndex(int): the index of the part will read (default 0)
 //   - WithPrefetchBuffer(int): Batches prepared ahead on a background thread (0 loads in the caller's thread) (default 4)
+//   - WithCtx(weft.Context): The device the batches are meant for (cpu or gpu, MXNet's hint to its loader); batches are made in host memory either way (default gpu)
 func MNISTIter(opts ...Option) (*weft.DataIter, error) {
 	c := newCall(opts)
 	return c.create("MNISTIter")
@@ -554,6 +563,12 @@ func WithContrast(v float64) Option {
 // Augmentation Param: which ground truths a crop drops. center: those whose centre is outside it; overlap: those whose covered fraction is not above emit_overlap_thresh.
 func WithCropEmitMode(v string) Option {
 	return param("crop_emit_mode", v)
+}
+
+// WithCtx sets the parameter ctx.
+// The device the batches are meant for (cpu or gpu, MXNet's hint to its loader); batches are made in host memory either way
+func WithCtx(v weft.Context) Option {
+	return param("ctx", v)
 }
 
 // WithDataName sets the parameter data_name.

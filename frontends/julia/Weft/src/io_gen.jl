@@ -6,7 +6,7 @@
 # the strings the iterator parses; see MXDataProvider in io.jl.
 
 """
-    CSVIter(; data_csv, data_shape, label_csv=NULL, label_shape=(1,), dtype=float32, batch_size, round_batch=True, prefetch_buffer=4)
+    CSVIter(; data_csv, data_shape, label_csv=NULL, label_shape=(1,), dtype=float32, batch_size, round_batch=True, prefetch_buffer=4, ctx=gpu)
 
 Returns the CSV file iterator.
 
@@ -21,6 +21,7 @@ Each non-blank line of data_csv is one sample of data_shape (its values in row-m
 - `batch_size` (int, in [1, inf]; required): Batch size.
 - `round_batch` (boolean; default `True`): Whether to fill the last batch from the start of the data (the next epoch then starts after the samples used; pad counts them) instead of with zeros.
 - `prefetch_buffer` (int, in [0, 1024]; default `4`): Batches prepared ahead on a background thread (0 loads in the caller's thread)
+- `ctx` (string; default `gpu`): The device the batches are meant for (cpu or gpu, MXNet's hint to its loader); batches are made in host memory either way
 
 Also `data_name` and `label_name` (Symbols; default the iterator's own names) name
 the arrays of `provide_data`/`provide_label`.
@@ -34,7 +35,7 @@ The same iterator as `CSVIter` (MXNet.jl's name).
 CSVProvider(; kwargs...) = CSVIter(; kwargs...)
 
 """
-    ImageDetRecordIter(; path_imglist=\"\", path_imgrec=./data/imgrec.rec, aug_seq=det_aug_default, label_width=-1, data_shape, preprocess_threads=4, verbose=True, num_parts=1, part_index=0, shuffle_chunk_size=0, shuffle_chunk_seed=0, label_pad_width=0, label_pad_value=-1, shuffle=False, seed=0, batch_size, round_batch=True, data_name=data, label_name=softmax_label, resize=-1, rand_crop_prob=0, min_crop_scales=(0), max_crop_scales=(1), min_crop_aspect_ratios=(1), max_crop_aspect_ratios=(1), min_crop_overlaps=(0), max_crop_overlaps=(1), min_crop_sample_coverages=(0), max_crop_sample_coverages=(1), min_crop_object_coverages=(0), max_crop_object_coverages=(1), num_crop_sampler=1, crop_emit_mode=center, emit_overlap_thresh=0.3, max_crop_trials=(25), rand_pad_prob=0, max_pad_scale=1, max_random_hue=0, random_hue_prob=0, max_random_saturation=0, random_saturation_prob=0, max_random_illumination=0, random_illumination_prob=0, max_random_contrast=0, random_contrast_prob=0, rand_mirror_prob=0, fill_value=127, inter_method=1, resize_mode=force, mean_img=\"\", mean_r=0, mean_g=0, mean_b=0, mean_a=0, std_r=0, std_g=0, std_b=0, std_a=0, scale=1, prefetch_buffer=4)
+    ImageDetRecordIter(; path_imglist=\"\", path_imgrec=./data/imgrec.rec, aug_seq=det_aug_default, label_width=-1, data_shape, preprocess_threads=4, verbose=True, num_parts=1, part_index=0, shuffle_chunk_size=0, shuffle_chunk_seed=0, label_pad_width=0, label_pad_value=-1, shuffle=False, seed=0, batch_size, round_batch=True, data_name=data, label_name=softmax_label, resize=-1, rand_crop_prob=0, min_crop_scales=(0), max_crop_scales=(1), min_crop_aspect_ratios=(1), max_crop_aspect_ratios=(1), min_crop_overlaps=(0), max_crop_overlaps=(1), min_crop_sample_coverages=(0), max_crop_sample_coverages=(1), min_crop_object_coverages=(0), max_crop_object_coverages=(1), num_crop_sampler=1, crop_emit_mode=center, emit_overlap_thresh=0.3, max_crop_trials=(25), rand_pad_prob=0, max_pad_scale=1, max_random_hue=0, random_hue_prob=0, max_random_saturation=0, random_saturation_prob=0, max_random_illumination=0, random_illumination_prob=0, max_random_contrast=0, random_contrast_prob=0, rand_mirror_prob=0, fill_value=127, inter_method=1, resize_mode=force, mean_img=\"\", mean_r=0, mean_g=0, mean_b=0, mean_a=0, std_r=0, std_g=0, std_b=0, std_a=0, scale=1, prefetch_buffer=4, ctx=gpu)
 
 Iterates on image RecordIO files with detection labels (made by im2rec from a detection list).
 
@@ -101,6 +102,7 @@ Each record's label is [header_width, object_width, header..., (class, xmin, ymi
 - `std_a` (float; default `0`): Normalize Param: std of the alpha channel (used when > 0).
 - `scale` (float; default `1`): Normalize Param: multiplier after normalisation.
 - `prefetch_buffer` (int, in [0, 1024]; default `4`): Batches prepared ahead on a background thread (0 loads in the caller's thread)
+- `ctx` (string; default `gpu`): The device the batches are meant for (cpu or gpu, MXNet's hint to its loader); batches are made in host memory either way
 
 Also `data_name` and `label_name` (Symbols; default the iterator's own names) name
 the arrays of `provide_data`/`provide_label`.
@@ -114,7 +116,7 @@ The same iterator as `ImageDetRecordIter` (MXNet.jl's name).
 ImageDetRecordProvider(; kwargs...) = ImageDetRecordIter(; kwargs...)
 
 """
-    ImageRecordInt8Iter(; path_imglist=\"\", path_imgrec, path_imgidx=\"\", data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, verbose=True, shuffle_chunk_size=0, shuffle_chunk_seed=0, data_name=data, label_name=softmax_label, aug_seq=aug_default, seed_aug=None, dtype=float32, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, mean_img=\"\", inter_method=1, max_rotate_angle=0, rotate=-1, max_shear_ratio=0, max_crop_size=-1, min_crop_size=-1, max_random_scale=1, min_random_scale=1, max_img_size=10000000000, min_img_size=0, pca_noise=0, random_h=0, random_s=0, random_l=0, fill_value=255, pad=0, max_random_contrast=0, max_random_illumination=0, prefetch_buffer=4)
+    ImageRecordInt8Iter(; path_imglist=\"\", path_imgrec, path_imgidx=\"\", data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, verbose=True, shuffle_chunk_size=0, shuffle_chunk_seed=0, data_name=data, label_name=softmax_label, aug_seq=aug_default, seed_aug=None, dtype=float32, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, mean_img=\"\", inter_method=1, max_rotate_angle=0, rotate=-1, max_shear_ratio=0, max_crop_size=-1, min_crop_size=-1, max_random_scale=1, min_random_scale=1, max_img_size=10000000000, min_img_size=0, pca_noise=0, random_h=0, random_s=0, random_l=0, fill_value=255, pad=0, max_random_contrast=0, max_random_illumination=0, prefetch_buffer=4, ctx=gpu)
 
 ImageRecordIter with dtype='int8': pixels less the rounded mean, saturated (MXNet's name).
 
@@ -178,6 +180,7 @@ ImageRecordIter with dtype='int8': pixels less the rounded mean, saturated (MXNe
 - `max_random_contrast` (float, in [0, inf]; default `0`): Normalize Param: multiply the normalised image by a factor drawn from [1 - v, 1 + v].
 - `max_random_illumination` (float, in [0, inf]; default `0`): Normalize Param: add a value drawn from [-v, v] (times scale / std) to the normalised image.
 - `prefetch_buffer` (int, in [0, 1024]; default `4`): Batches prepared ahead on a background thread (0 loads in the caller's thread)
+- `ctx` (string; default `gpu`): The device the batches are meant for (cpu or gpu, MXNet's hint to its loader); batches are made in host memory either way
 
 Also `data_name` and `label_name` (Symbols; default the iterator's own names) name
 the arrays of `provide_data`/`provide_label`.
@@ -191,7 +194,7 @@ The same iterator as `ImageRecordInt8Iter` (MXNet.jl's name).
 ImageRecordInt8Provider(; kwargs...) = ImageRecordInt8Iter(; kwargs...)
 
 """
-    ImageRecordIter(; path_imglist=\"\", path_imgrec, path_imgidx=\"\", data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, verbose=True, shuffle_chunk_size=0, shuffle_chunk_seed=0, data_name=data, label_name=softmax_label, aug_seq=aug_default, seed_aug=None, dtype=float32, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, mean_img=\"\", inter_method=1, max_rotate_angle=0, rotate=-1, max_shear_ratio=0, max_crop_size=-1, min_crop_size=-1, max_random_scale=1, min_random_scale=1, max_img_size=10000000000, min_img_size=0, pca_noise=0, random_h=0, random_s=0, random_l=0, fill_value=255, pad=0, max_random_contrast=0, max_random_illumination=0, prefetch_buffer=4)
+    ImageRecordIter(; path_imglist=\"\", path_imgrec, path_imgidx=\"\", data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, verbose=True, shuffle_chunk_size=0, shuffle_chunk_seed=0, data_name=data, label_name=softmax_label, aug_seq=aug_default, seed_aug=None, dtype=float32, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, mean_img=\"\", inter_method=1, max_rotate_angle=0, rotate=-1, max_shear_ratio=0, max_crop_size=-1, min_crop_size=-1, max_random_scale=1, min_random_scale=1, max_img_size=10000000000, min_img_size=0, pca_noise=0, random_h=0, random_s=0, random_l=0, fill_value=255, pad=0, max_random_contrast=0, max_random_illumination=0, prefetch_buffer=4, ctx=gpu)
 
 Iterates on image RecordIO files (made by im2rec).
 
@@ -257,6 +260,7 @@ Reads JPEG/PNG image records, decodes and augments them on preprocess_threads th
 - `max_random_contrast` (float, in [0, inf]; default `0`): Normalize Param: multiply the normalised image by a factor drawn from [1 - v, 1 + v].
 - `max_random_illumination` (float, in [0, inf]; default `0`): Normalize Param: add a value drawn from [-v, v] (times scale / std) to the normalised image.
 - `prefetch_buffer` (int, in [0, 1024]; default `4`): Batches prepared ahead on a background thread (0 loads in the caller's thread)
+- `ctx` (string; default `gpu`): The device the batches are meant for (cpu or gpu, MXNet's hint to its loader); batches are made in host memory either way
 
 Also `data_name` and `label_name` (Symbols; default the iterator's own names) name
 the arrays of `provide_data`/`provide_label`.
@@ -270,7 +274,7 @@ The same iterator as `ImageRecordIter` (MXNet.jl's name).
 ImageRecordProvider(; kwargs...) = ImageRecordIter(; kwargs...)
 
 """
-    ImageRecordIter_v1(; path_imglist=\"\", path_imgrec, path_imgidx=\"\", data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, verbose=True, shuffle_chunk_size=0, shuffle_chunk_seed=0, data_name=data, label_name=softmax_label, aug_seq=aug_default, seed_aug=None, dtype=float32, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, mean_img=\"\", inter_method=1, max_rotate_angle=0, rotate=-1, max_shear_ratio=0, max_crop_size=-1, min_crop_size=-1, max_random_scale=1, min_random_scale=1, max_img_size=10000000000, min_img_size=0, pca_noise=0, random_h=0, random_s=0, random_l=0, fill_value=255, pad=0, max_random_contrast=0, max_random_illumination=0, prefetch_buffer=4)
+    ImageRecordIter_v1(; path_imglist=\"\", path_imgrec, path_imgidx=\"\", data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, verbose=True, shuffle_chunk_size=0, shuffle_chunk_seed=0, data_name=data, label_name=softmax_label, aug_seq=aug_default, seed_aug=None, dtype=float32, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, mean_img=\"\", inter_method=1, max_rotate_angle=0, rotate=-1, max_shear_ratio=0, max_crop_size=-1, min_crop_size=-1, max_random_scale=1, min_random_scale=1, max_img_size=10000000000, min_img_size=0, pca_noise=0, random_h=0, random_s=0, random_l=0, fill_value=255, pad=0, max_random_contrast=0, max_random_illumination=0, prefetch_buffer=4, ctx=gpu)
 
 ImageRecordIter under the name of MXNet's first implementation.
 
@@ -334,6 +338,7 @@ ImageRecordIter under the name of MXNet's first implementation.
 - `max_random_contrast` (float, in [0, inf]; default `0`): Normalize Param: multiply the normalised image by a factor drawn from [1 - v, 1 + v].
 - `max_random_illumination` (float, in [0, inf]; default `0`): Normalize Param: add a value drawn from [-v, v] (times scale / std) to the normalised image.
 - `prefetch_buffer` (int, in [0, 1024]; default `4`): Batches prepared ahead on a background thread (0 loads in the caller's thread)
+- `ctx` (string; default `gpu`): The device the batches are meant for (cpu or gpu, MXNet's hint to its loader); batches are made in host memory either way
 
 Also `data_name` and `label_name` (Symbols; default the iterator's own names) name
 the arrays of `provide_data`/`provide_label`.
@@ -347,7 +352,7 @@ The same iterator as `ImageRecordIter_v1` (MXNet.jl's name).
 ImageRecordIter_v1Provider(; kwargs...) = ImageRecordIter_v1(; kwargs...)
 
 """
-    ImageRecordUInt8Iter(; path_imglist=\"\", path_imgrec, path_imgidx=\"\", data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, verbose=True, shuffle_chunk_size=0, shuffle_chunk_seed=0, data_name=data, label_name=softmax_label, aug_seq=aug_default, seed_aug=None, dtype=float32, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, mean_img=\"\", inter_method=1, max_rotate_angle=0, rotate=-1, max_shear_ratio=0, max_crop_size=-1, min_crop_size=-1, max_random_scale=1, min_random_scale=1, max_img_size=10000000000, min_img_size=0, pca_noise=0, random_h=0, random_s=0, random_l=0, fill_value=255, pad=0, max_random_contrast=0, max_random_illumination=0, prefetch_buffer=4)
+    ImageRecordUInt8Iter(; path_imglist=\"\", path_imgrec, path_imgidx=\"\", data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, verbose=True, shuffle_chunk_size=0, shuffle_chunk_seed=0, data_name=data, label_name=softmax_label, aug_seq=aug_default, seed_aug=None, dtype=float32, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, mean_img=\"\", inter_method=1, max_rotate_angle=0, rotate=-1, max_shear_ratio=0, max_crop_size=-1, min_crop_size=-1, max_random_scale=1, min_random_scale=1, max_img_size=10000000000, min_img_size=0, pca_noise=0, random_h=0, random_s=0, random_l=0, fill_value=255, pad=0, max_random_contrast=0, max_random_illumination=0, prefetch_buffer=4, ctx=gpu)
 
 ImageRecordIter with dtype='uint8': the augmented pixels, not normalised (MXNet's name).
 
@@ -411,6 +416,7 @@ ImageRecordIter with dtype='uint8': the augmented pixels, not normalised (MXNet'
 - `max_random_contrast` (float, in [0, inf]; default `0`): Normalize Param: multiply the normalised image by a factor drawn from [1 - v, 1 + v].
 - `max_random_illumination` (float, in [0, inf]; default `0`): Normalize Param: add a value drawn from [-v, v] (times scale / std) to the normalised image.
 - `prefetch_buffer` (int, in [0, 1024]; default `4`): Batches prepared ahead on a background thread (0 loads in the caller's thread)
+- `ctx` (string; default `gpu`): The device the batches are meant for (cpu or gpu, MXNet's hint to its loader); batches are made in host memory either way
 
 Also `data_name` and `label_name` (Symbols; default the iterator's own names) name
 the arrays of `provide_data`/`provide_label`.
@@ -424,7 +430,7 @@ The same iterator as `ImageRecordUInt8Iter` (MXNet.jl's name).
 ImageRecordUInt8Provider(; kwargs...) = ImageRecordUInt8Iter(; kwargs...)
 
 """
-    ImageRecordUInt8Iter_v1(; path_imglist=\"\", path_imgrec, path_imgidx=\"\", data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, verbose=True, shuffle_chunk_size=0, shuffle_chunk_seed=0, data_name=data, label_name=softmax_label, aug_seq=aug_default, seed_aug=None, dtype=float32, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, mean_img=\"\", inter_method=1, max_rotate_angle=0, rotate=-1, max_shear_ratio=0, max_crop_size=-1, min_crop_size=-1, max_random_scale=1, min_random_scale=1, max_img_size=10000000000, min_img_size=0, pca_noise=0, random_h=0, random_s=0, random_l=0, fill_value=255, pad=0, max_random_contrast=0, max_random_illumination=0, prefetch_buffer=4)
+    ImageRecordUInt8Iter_v1(; path_imglist=\"\", path_imgrec, path_imgidx=\"\", data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, verbose=True, shuffle_chunk_size=0, shuffle_chunk_seed=0, data_name=data, label_name=softmax_label, aug_seq=aug_default, seed_aug=None, dtype=float32, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, mean_img=\"\", inter_method=1, max_rotate_angle=0, rotate=-1, max_shear_ratio=0, max_crop_size=-1, min_crop_size=-1, max_random_scale=1, min_random_scale=1, max_img_size=10000000000, min_img_size=0, pca_noise=0, random_h=0, random_s=0, random_l=0, fill_value=255, pad=0, max_random_contrast=0, max_random_illumination=0, prefetch_buffer=4, ctx=gpu)
 
 ImageRecordUInt8Iter under the name of MXNet's first implementation.
 
@@ -488,6 +494,7 @@ ImageRecordUInt8Iter under the name of MXNet's first implementation.
 - `max_random_contrast` (float, in [0, inf]; default `0`): Normalize Param: multiply the normalised image by a factor drawn from [1 - v, 1 + v].
 - `max_random_illumination` (float, in [0, inf]; default `0`): Normalize Param: add a value drawn from [-v, v] (times scale / std) to the normalised image.
 - `prefetch_buffer` (int, in [0, 1024]; default `4`): Batches prepared ahead on a background thread (0 loads in the caller's thread)
+- `ctx` (string; default `gpu`): The device the batches are meant for (cpu or gpu, MXNet's hint to its loader); batches are made in host memory either way
 
 Also `data_name` and `label_name` (Symbols; default the iterator's own names) name
 the arrays of `provide_data`/`provide_label`.
@@ -501,7 +508,7 @@ The same iterator as `ImageRecordUInt8Iter_v1` (MXNet.jl's name).
 ImageRecordUInt8Iter_v1Provider(; kwargs...) = ImageRecordUInt8Iter_v1(; kwargs...)
 
 """
-    LibSVMIter(; data_libsvm, data_shape, label_libsvm=NULL, label_shape=(1,), num_parts=1, part_index=0, batch_size, round_batch=True, prefetch_buffer=4)
+    LibSVMIter(; data_libsvm, data_shape, label_libsvm=NULL, label_shape=(1,), num_parts=1, part_index=0, batch_size, round_batch=True, prefetch_buffer=4, ctx=gpu)
 
 Returns the LibSVM iterator, with csr data (and csr labels when they come from label_libsvm).
 
@@ -517,6 +524,7 @@ Each line of data_libsvm is 'label index:value ...' with zero-based feature indi
 - `batch_size` (int, in [1, inf]; required): Batch size.
 - `round_batch` (boolean; default `True`): Whether to fill the last batch from the start of the data (the next epoch then starts after the samples used; pad counts them) instead of with zeros.
 - `prefetch_buffer` (int, in [0, 1024]; default `4`): Batches prepared ahead on a background thread (0 loads in the caller's thread)
+- `ctx` (string; default `gpu`): The device the batches are meant for (cpu or gpu, MXNet's hint to its loader); batches are made in host memory either way
 
 Also `data_name` and `label_name` (Symbols; default the iterator's own names) name
 the arrays of `provide_data`/`provide_label`.
@@ -530,7 +538,7 @@ The same iterator as `LibSVMIter` (MXNet.jl's name).
 LibSVMProvider(; kwargs...) = LibSVMIter(; kwargs...)
 
 """
-    MNISTIter(; image=./train-images-idx3-ubyte, label=./train-labels-idx1-ubyte, batch_size=128, shuffle=True, flat=False, seed=0, silent=False, num_parts=1, part_index=0, prefetch_buffer=4)
+    MNISTIter(; image=./train-images-idx3-ubyte, label=./train-labels-idx1-ubyte, batch_size=128, shuffle=True, flat=False, seed=0, silent=False, num_parts=1, part_index=0, prefetch_buffer=4, ctx=gpu)
 
 Iterating on the MNIST dataset (or Fashion-MNIST: the same IDX files).
 
@@ -547,6 +555,7 @@ Data is (batch_size, 1, rows, cols), or (batch_size, rows*cols) with flat=True, 
 - `num_parts` (int, in [1, inf]; default `1`): partition the data into multiple parts
 - `part_index` (int, in [0, inf]; default `0`): the index of the part will read
 - `prefetch_buffer` (int, in [0, 1024]; default `4`): Batches prepared ahead on a background thread (0 loads in the caller's thread)
+- `ctx` (string; default `gpu`): The device the batches are meant for (cpu or gpu, MXNet's hint to its loader); batches are made in host memory either way
 
 Also `data_name` and `label_name` (Symbols; default the iterator's own names) name
 the arrays of `provide_data`/`provide_label`.
