@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "c_api/src/c_api_common.h"
+#include "core/base/np_shape.h"
 #include "core/ndarray/serialize.h"
 
 using namespace weft;        // NOLINT
@@ -39,19 +40,15 @@ weft_bytes_t* NewBytesHandle(std::string bytes) {
   return reinterpret_cast<weft_bytes_t*>(BytesTable::Get().Create(std::move(bytes)));
 }
 
-// MXNet's numpy-shape mode (0 off, 1 on, 2 on for the whole process). Process-wide, as the
-// Python front end keeps it: one program sets it for all its threads.
-std::atomic<int> g_np_shape{0};
-
 NDArraySaveOptions SaveOptions() {
   NDArraySaveOptions o;
-  o.np_shape = g_np_shape.load() != 0;
+  o.np_shape = NpShapeMode().load() != 0;
   return o;
 }
 
 NDArrayLoadOptions LoadOptions() {
   NDArrayLoadOptions o;
-  const int mode = g_np_shape.load();
+  const int mode = NpShapeMode().load();
   o.np_shape = mode != 0;
   o.np_shape_global = mode == 2;
   return o;
@@ -66,14 +63,14 @@ weft_status_t weft_set_np_shape(int mode, int* out) {
   WEFT_OUT(out);
   WEFT_CHECK(mode >= 0 && mode <= 2, kValue, __func__, ": expected 'mode' 0 (numpy-shape semantics off), 1 (on) or 2 "
              "(on for the whole process), got ", mode);
-  *out = g_np_shape.exchange(mode);
+  *out = NpShapeMode().exchange(mode);
   WEFT_API_END
 }
 
 weft_status_t weft_get_np_shape(int* out) {
   WEFT_API_BEGIN
   WEFT_OUT(out);
-  *out = g_np_shape.load();
+  *out = NpShapeMode().load();
   WEFT_API_END
 }
 

@@ -171,7 +171,7 @@ def test_shared_mem_errors():
     with pytest.raises(mx.base.MXNetError, match="this view starts at byte 12 of its shared segment"):
         a[1]._to_shared_mem()
     with pytest.raises(mx.base.MXNetError, match=r"\(0,3\) holds no bytes"):
-        nd.zeros((0, 3), ctx=mx.cpu_shared())._to_shared_mem()
+        nd.array(np.zeros((0, 3), np.float32), ctx=mx.cpu_shared())._to_shared_mem()
 
 
 def _child_doubles(pid, sid, shape, dtype, conn):
@@ -217,7 +217,7 @@ def _child_sends(queue, n, received):
     for i in range(n):
         queue.put(nd.array(np.full((3, 5), i, np.float32), ctx=mx.cpu()))
     queue.put(nd.arange(10).reshape(2, 5)[1])  # a view, which travels as a copy
-    queue.put(nd.zeros((0, 4)))
+    queue.put(nd.array(np.zeros((0, 4), np.float32)))
     queue.put(None)
     # The receiver fetches each descriptor from this process (multiprocessing's resource
     # sharer) as it unpickles: stay until it has.

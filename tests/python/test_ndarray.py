@@ -57,7 +57,19 @@ def test_creation_functions():
 
 
 def test_zero_size_arrays():
-    a = nd.zeros((0, 4))
+    # MXNet's legacy shape mode reads a 0 as an unknown size: zeros, ones and full refuse it
+    # there, and make zero-size arrays (and scalars) under numpy shape semantics.
+    for make in (lambda s: nd.zeros(s), lambda s: nd.ones(s), lambda s: nd.full(s, 2)):
+        for shape in ((0, 4), ()):
+            with pytest.raises(mx.base.MXNetError, match="legacy shape mode reads as unknown"):
+                make(shape)
+            with mx.util.np_shape():
+                assert make(shape).shape == shape
+    with pytest.raises(mx.base.MXNetError, match="reps=.* has a zero entry"):
+        nd.tile(nd.ones((2, 2)), (1, 0))
+    with mx.util.np_shape():
+        assert nd.tile(nd.ones((2, 2)), (1, 0)).shape == (2, 0)
+        a = nd.zeros((0, 4))
     assert a.asnumpy().shape == (0, 4)
     assert (a + 1).shape == (0, 4)
     assert nd.sum(a, axis=0).asnumpy().tolist() == [0, 0, 0, 0]
@@ -250,7 +262,7 @@ def test_save_load_round_trip(tmp_path):
     data = {"arg:w": nd.array(rng.randn(3, 4).astype(np.float32)),
             "aux:i": nd.array(np.array([1, -2, 2 ** 40], np.int64)),
             "h": nd.array(np.array([1.5, -2], np.float16)),
-            "e": nd.zeros((2, 0))}
+            "e": nd.array(np.zeros((2, 0), np.float32))}
     path = str(tmp_path / "x.params")
     nd.save(path, data)
     back = nd.load(path)

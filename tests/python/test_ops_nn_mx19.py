@@ -848,10 +848,10 @@ def test_image_resize_area(want):
 
 def test_resizers_refuse_empty_inputs():
     with pytest.raises(mx.base.MXNetError, match="empty height or width"):
-        nd.contrib.BilinearResize2D(nd.ones((1, 1, 0, 3)), height=2, width=2)
+        nd.contrib.BilinearResize2D(nd.array(np.ones((1, 1, 0, 3), np.float32)), height=2, width=2)
     with pytest.raises(mx.base.MXNetError, match="empty height or width"):
-        nd.contrib.AdaptiveAvgPooling2D(nd.ones((1, 1, 3, 0)), output_size=2)
+        nd.contrib.AdaptiveAvgPooling2D(nd.array(np.ones((1, 1, 3, 0), np.float32)), output_size=2)
     with pytest.raises(mx.base.MXNetError, match="image is empty"):
-        nd.image.resize(nd.ones((0, 3, 3)), size=2)
+        nd.image.resize(nd.array(np.ones((0, 3, 3), np.float32)), size=2)
     # An empty batch is fine.
-    assert nd.contrib.BilinearResize2D(nd.ones((0, 1, 3, 3)), height=2, width=4).shape == (0, 1, 2, 4)
+    assert nd.contrib.BilinearResize2D(nd.array(np.ones((0, 1, 3, 3), np.float32)), height=2, width=4).shape == (0, 1, 2, 4)

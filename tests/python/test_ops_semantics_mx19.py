@@ -33,7 +33,7 @@ def test_arange_converts_start_and_step_to_dtype(dtype):
 
 
 def test_min_max_of_zero_size_array_raise():
-    empty = nd.zeros((5, 0))
+    empty = nd.array(np.zeros((5, 0), np.float32))
     for op in (nd.min, nd.max):
         with pytest.raises(mx.base.MXNetError, match=r"size should be > 0.*\(5,0\)"):
             op(empty).wait_to_read()

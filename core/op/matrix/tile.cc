@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/base/checked_size.h"
+#include "core/base/np_shape.h"
 #include "core/op/reduce/reduce_kernel.h"
 #include "core/op/data_move.h"
 
@@ -24,9 +25,15 @@ namespace {
 // The input shape and reps padded with leading 1s to one rank.
 void AlignedDims(const NodeAttrs& attrs, const Shape& in, std::vector<int64_t>* dims, std::vector<int64_t>* reps) {
   const Shape& r = attrs.Params<TileParam>().reps;
-  for (int64_t v : r)
+  for (int64_t v : r) {
     if (v < 0)
       Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': reps=", r.ToString(), " has a negative entry");
+    // As MXNet: a zero repeat makes a zero size, which its legacy shape mode reads as unknown.
+    if (v == 0 && NpShapeMode().load() == 0)
+      Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': reps=", r.ToString(),
+            " has a zero entry, which MXNet's legacy shape mode reads as an unknown size; turn on numpy shape "
+            "semantics (mx.util.np_shape()) for zero-size results");
+  }
   int nd = std::max(in.ndim(), std::max(r.ndim(), 0));
   dims->assign(nd, 1);
   reps->assign(nd, 1);

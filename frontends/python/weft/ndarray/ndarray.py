@@ -6,6 +6,7 @@ Everything here is asynchronous except what reads values back (asnumpy, asscalar
 wait_to_read, __array__, bool/float/int conversion).
 """
 import numbers
+import sys
 import warnings
 
 import numpy as np
@@ -819,8 +820,26 @@ def ones(shape, ctx=None, dtype=None, **kwargs):
     return _filled("_ones", shape, ctx, dtype, kwargs.get("out"))
 
 
+def _legacy_shape_check(what, shape, depth):
+    """MXNet 1.x's legacy shape mode reads a 0 (and an empty shape) as an unknown size, so
+    its creation functions refuse them; numpy shape semantics (mx.util.np_shape) allow
+    scalars and zero-size arrays. The refusal is for the program's own calls (`depth`: the
+    frames between here and the caller of the public function): the library's code (an
+    attach_grad of a zero-size array, an optimizer's state) keeps making what it needs."""
+    from ..util import is_np_shape  # pylint: disable=import-outside-toplevel
+    if is_np_shape() or (len(shape) != 0 and 0 not in shape):
+        return
+    caller = sys._getframe(depth + 1).f_globals.get("__name__", "")  # pylint: disable=protected-access
+    if caller != "weft" and not caller.startswith("weft."):
+        raise WeftValueError("%s: shape %s has %s, which MXNet's legacy shape mode reads as unknown; turn on numpy "
+                             "shape semantics (mx.util.np_shape() / use_np_shape) for scalars and zero-size arrays"
+                             % (what, shape, "no dimension" if len(shape) == 0 else "a zero size"))
+
+
 def _filled(op, shape, ctx, dtype, out):
     # With `out`, its dtype and context are the defaults (MXNet writes into it).
+    if out is None:
+        _legacy_shape_check(op.lstrip("_"), _shape(shape), 2)
     if out is not None:
         dtype = dtype or out.dtype
         ctx = ctx or out.context
@@ -829,6 +848,8 @@ def _filled(op, shape, ctx, dtype, out):
 
 
 def full(shape, val, ctx=None, dtype=np.float32, out=None):
+    if out is None:
+        _legacy_shape_check("full", _shape(shape), 1)
     return invoke("_full", [], {"shape": _shape(shape), "ctx": _ctx(ctx), "dtype": _dtype_name(dtype),
                                 "value": val}, out=out)
 
