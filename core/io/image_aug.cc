@@ -282,12 +282,7 @@ void FullAugment(const ImageAugParam& p, const uint8_t* data, size_t size, int o
                      static_cast<uint8_t>(p.fill_value));
   }
   if (p.pad > 0) {
-    Image padded = Image::Filled(res.height + 2 * p.pad, res.width + 2 * p.pad, res.channels,
-                                 static_cast<uint8_t>(p.fill_value));
-    const size_t row = static_cast<size_t>(res.width) * res.channels;
-    for (int y = 0; y < res.height; ++y)
-      std::copy(res.row(y), res.row(y) + row, padded.row(y + p.pad) + static_cast<size_t>(p.pad) * res.channels);
-    res = std::move(padded);
+    res = PadImage(ImageView::Of(res), p.pad, p.pad, p.pad, p.pad, static_cast<uint8_t>(p.fill_value));
   }
   auto crop_to_output = [&](int x, int y, int w, int h) {
     Image crop = ResizeImage(ImageView::Of(res).Crop(x, y, w, h), out_w, out_h, interp(w, h, out_w, out_h));
@@ -331,12 +326,7 @@ void FullAugment(const ImageAugParam& p, const uint8_t* data, size_t size, int o
     WEFT_CHECK(res.height >= out_h && res.width >= out_w, kValue, "a ", res.width, "x", res.height,
                " image is smaller than data_shape");
     const auto [x, y] = origin(res.width - out_w, res.height - out_h);
-    Image crop = Image::Filled(out_h, out_w, res.channels);
-    const size_t row = static_cast<size_t>(out_w) * res.channels;
-    for (int r = 0; r < out_h; ++r)
-      std::copy(res.row(y + r) + static_cast<size_t>(x) * res.channels,
-                res.row(y + r) + static_cast<size_t>(x) * res.channels + row, crop.row(r));
-    res = std::move(crop);
+    res = CopyImage(ImageView::Of(res).Crop(x, y, out_w, out_h));
   }
   const size_t npx = static_cast<size_t>(out_w) * out_h;
   uint8_t* px = res.data.data();

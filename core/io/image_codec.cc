@@ -451,6 +451,20 @@ Image ResizeImage(const ImageView& src, int out_width, int out_height, int inter
   return out;
 }
 
+Image CopyImage(const ImageView& src) { return PadImage(src, 0, 0, 0, 0, 0); }
+
+Image PadImage(const ImageView& src, int top, int bottom, int left, int right, uint8_t fill) {
+  WEFT_CHECK(top >= 0 && bottom >= 0 && left >= 0 && right >= 0, kValue, "image pad: borders must not be negative, got ",
+             top, ", ", bottom, ", ", left, ", ", right);
+  Image out = Image::Filled(src.height + top + bottom, src.width + left + right, src.channels, fill);
+  const size_t row = static_cast<size_t>(src.width) * src.channels;
+  for (int y = 0; y < src.height; ++y) {
+    const uint8_t* from = src.data + src.stride * y;
+    std::copy(from, from + row, out.row(y + top) + static_cast<size_t>(left) * src.channels);
+  }
+  return out;
+}
+
 Image WarpAffine(const ImageView& src, const double m[6], int out_width, int out_height, int interp, uint8_t fill) {
   WEFT_CHECK(out_width > 0 && out_height > 0, kValue, "image warp: target size must be positive, got ", out_width, "x",
              out_height);

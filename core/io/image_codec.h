@@ -57,6 +57,13 @@ std::string EncodeImage(const ImageView& img, const std::string& format, int qua
 // centres follow cv2 (half-pixel), so results agree with cv2.resize to within rounding.
 Image ResizeImage(const ImageView& src, int out_width, int out_height, int interp = 1);
 
+// A copy of the pixels a view shows (a crop made its own image).
+Image CopyImage(const ImageView& src);
+
+// src with top/bottom rows and left/right columns of `fill` around it (cv2.copyMakeBorder's
+// constant border).
+Image PadImage(const ImageView& src, int top, int bottom, int left, int right, uint8_t fill);
+
 // OpenCV's warpAffine with a constant border: destination pixel (x, y) is the source at
 // M^-1 (x, y), M = [m0 m1 m2; m3 m4 m5] mapping source to destination pixel coordinates;
 // interp as ResizeImage (area samples bilinearly, as OpenCV's warp does); taps outside the

@@ -437,16 +437,8 @@ Image Augment(Image res, std::vector<float>* label, const DetAugParam& p, int ou
       const int left = static_cast<int>(-pad.x * res.width), top = static_cast<int>(-pad.y * res.height);
       const int right = static_cast<int>((pad.w + pad.x - 1) * res.width);
       const int bottom = static_cast<int>((pad.h + pad.y - 1) * res.height);
-      Image canvas;
-      canvas.width = res.width + left + right;
-      canvas.height = res.height + top + bottom;
-      canvas.channels = res.channels;
-      canvas.data.assign(static_cast<size_t>(canvas.width) * canvas.height * canvas.channels,
-                         static_cast<uint8_t>(std::clamp(p.fill_value, 0, 255)));
-      for (int y = 0; y < res.height; ++y)
-        std::copy(res.row(y), res.row(y) + static_cast<size_t>(res.width) * res.channels,
-                  canvas.row(y + top) + static_cast<size_t>(left) * res.channels);
-      res = std::move(canvas);
+      res = PadImage(ImageView::Of(res), top, bottom, left, right,
+                     static_cast<uint8_t>(std::clamp(p.fill_value, 0, 255)));
     }
   }
   if (p.rand_crop_prob > 0 && p.num_crop_sampler > 0 && unit(*rng) < p.rand_crop_prob) {
@@ -468,15 +460,7 @@ Image Augment(Image res, std::vector<float>* label, const DetAugParam& p, int ou
         const int cw = static_cast<int>(c.w * res.width), ch = static_cast<int>(c.h * res.height);
         if (cw < 1 || ch < 1) continue;  // a box under a pixel cannot be cut out
         if (!det.TryCrop(c, p, k)) continue;
-        Image cut;
-        cut.width = cw;
-        cut.height = ch;
-        cut.channels = res.channels;
-        cut.data.resize(static_cast<size_t>(cw) * ch * res.channels);
-        for (int y = 0; y < ch; ++y)
-          std::copy(res.row(y0 + y) + static_cast<size_t>(x0) * res.channels,
-                    res.row(y0 + y) + static_cast<size_t>(x0 + cw) * res.channels, cut.row(y));
-        res = std::move(cut);
+        res = CopyImage(ImageView::Of(res).Crop(x0, y0, cw, ch));
         done = true;
       }
       if (done) break;

@@ -443,6 +443,18 @@ TEST_P(EngineTest, PrioritiesAreAccepted) {
   for (VarHandle v : vars) engine_->DeleteVariable(nullptr, Context::CPU(), v);
 }
 
+// Pushes an operation on `var` that holds a worker until `gate` opens; returns once it runs.
+void HoldWorker(Engine* eng, VarHandle var, Gate* gate) {
+  std::promise<void> started;
+  eng->PushSync(
+      [&started, gate](RunContext) {
+        started.set_value();
+        gate->Wait();
+      },
+      Context::CPU(), {}, {var});
+  started.get_future().wait();
+}
+
 // With one worker held busy, ready operations queue up and must leave in priority order
 // (ties in push order).
 TEST(ThreadedEngineTest, HigherPriorityRunsFirst) {
@@ -450,14 +462,7 @@ TEST(ThreadedEngineTest, HigherPriorityRunsFirst) {
   std::unique_ptr<Engine> eng = CreateThreadedEngine();
   VarHandle blocker = eng->NewVariable();
   Gate gate;
-  std::promise<void> started;
-  eng->PushSync(
-      [&](RunContext) {
-        started.set_value();
-        gate.Wait();
-      },
-      Context::CPU(), {}, {blocker});
-  started.get_future().wait();
+  HoldWorker(eng.get(), blocker, &gate);
   std::mutex mu;
   std::vector<int> order;
   const int prios[] = {0, 5, -3, 10, 5, 0};
@@ -648,14 +653,7 @@ TEST(ThreadedEngineTest, AReaderGrantedBeforeTheErrorWasRaisedInheritsIt) {
   // The error was raised by WaitForAll: write a fresh one, left unraised this time.
   eng->PushSync([](RunContext) { throw Error(ErrorKind::kValue, "broken again"); }, Context::CPU(), {}, {a});
   Gate gate;
-  std::promise<void> started;
-  eng->PushSync(
-      [&](RunContext) {
-        started.set_value();
-        gate.Wait();
-      },
-      Context::CPU(), {}, {blocker});
-  started.get_future().wait();
+  HoldWorker(eng.get(), blocker, &gate);
   // Granted at once (nothing else holds a), then queued behind the blocker for the one worker.
   bool reader_ran = false;
   eng->PushSync([&](RunContext) { reader_ran = true; }, Context::CPU(), {a}, {b});

@@ -359,17 +359,11 @@ def test_image_record_iter_inter_methods(tmp_path):
     # MXNet's inter_method: 0-4 as cv2's, 9 auto (area when both sides shrink), 10 one of
     # 0-4 per image; anything else is refused when the iterator is made.
     wio = pytest.importorskip("weft.io")
-    if not hasattr(wio, "ImageRecordIter"):
-        pytest.skip("weft.io has no ImageRecordIter in this build")
-    path = str(tmp_path / "r.rec")
-    w = recordio.MXRecordIO(path, "w")
     imgs = [photo_like(40, 60, seed=20 + i) for i in range(8)]
-    for i, img in enumerate(imgs):
-        w.write(recordio.pack_img((0, float(i), i, 0), img, img_fmt=".png"))
-    w.close()
+    path = _png_records(tmp_path, imgs)
 
     def resized(img, interp):
-        rgb = weft.nd.array(np.ascontiguousarray(img[:, :, ::-1]), dtype=np.uint8)
+        rgb = weft.nd.array(img, dtype=np.uint8)
         return weft.image.imresize(rgb, 30, 20, interp=interp).asnumpy().transpose(2, 0, 1).astype(np.float32)
 
     def batch(method, **kw):
